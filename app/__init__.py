@@ -1,0 +1,1 @@
+"""chatcron web application and shared domain (``app.core``)."""

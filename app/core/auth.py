@@ -1,0 +1,147 @@
+"""Users, passwords (argon2), personal API tokens and browser sessions.
+
+Secrets are random, shown once, and stored only as SHA-256 digests; a lookup by digest is
+followed by a constant-time comparison.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import re
+import secrets
+
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlmodel import select
+
+from app.core.clock import Clock
+from app.core.db import Database
+from app.core.errors import AlreadyExists, InvalidCredentials, InvalidInput, NotFound
+from app.core.models import ApiToken, User, WebSession
+
+_hasher = PasswordHasher()
+# Verified against when the email is unknown, so both failures cost the same time.
+_DUMMY_HASH = _hasher.hash("chatcron-no-such-user")
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+MIN_PASSWORD = 8
+TOKEN_PREFIX = "cct_"
+SESSION_COOKIE = "chatcron_session"
+
+
+def digest(token: str) -> str:
+    """SHA-256 hex digest of a high-entropy secret."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_secret(prefix: str) -> str:
+    """A fresh bearer secret: ``prefix`` plus 32 random bytes, URL-safe."""
+    return prefix + secrets.token_urlsafe(32)
+
+
+def normalize_email(email: str) -> str:
+    value = (email or "").strip().lower()
+    if not EMAIL_RE.match(value) or len(value) > 320:
+        raise InvalidInput("email", f"{email!r} is not an email address")
+    return value
+
+
+def create_user(db: Database, clock: Clock, email: str, password: str, is_admin: bool = False) -> User:
+    """Register a user; raises InvalidInput (email, password) or AlreadyExists."""
+    address = normalize_email(email)
+    if len(password or "") < MIN_PASSWORD:
+        raise InvalidInput("password", f"must be at least {MIN_PASSWORD} characters")
+    with db.write() as s:
+        if s.exec(select(User).where(User.email == address)).first():
+            raise AlreadyExists(f"a user with email {address} already exists")
+        user = User(email=address, password_hash=_hasher.hash(password), is_admin=is_admin,
+                    created_at=clock.now())
+        s.add(user)
+        s.flush()
+        return user
+
+
+def find_user(db: Database, email: str) -> User:
+    """The user with this email (any case); raises NotFound."""
+    address = (email or "").strip().lower()
+    with db.read() as s:
+        user = s.exec(select(User).where(User.email == address)).first()
+    if user is None:
+        raise NotFound(f"no user with email {address}")
+    return user
+
+
+def authenticate(db: Database, email: str, password: str) -> User:
+    """The user whose email and password match; raises InvalidCredentials without saying which failed."""
+    address = (email or "").strip().lower()
+    with db.read() as s:
+        user = s.exec(select(User).where(User.email == address)).first()
+    try:
+        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password or "")
+    except (VerificationError, InvalidHashError):
+        raise InvalidCredentials() from None
+    if user is None:
+        raise InvalidCredentials()
+    return user
+
+
+def create_api_token(db: Database, clock: Clock, user_id: int, name: str = "") -> str:
+    """Issue a personal API token; the plain token is returned once and never stored."""
+    token = new_secret(TOKEN_PREFIX)
+    with db.write() as s:
+        s.add(ApiToken(user_id=user_id, token_hash=digest(token), name=name[:120], created_at=clock.now()))
+    return token
+
+
+def user_for_token(db: Database, token: str) -> User | None:
+    """The owner of an unrevoked personal token, or None."""
+    if not token:
+        return None
+    wanted = digest(token)
+    with db.read() as s:
+        row = s.exec(
+            select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(ApiToken.token_hash == wanted)
+        ).first()
+    if row is None:
+        return None
+    record, user = row
+    if record.revoked_at is not None or not hmac.compare_digest(record.token_hash, wanted):
+        return None
+    return user
+
+
+def create_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int) -> str:
+    """Start a browser session; returns the cookie value."""
+    token = new_secret("ccs_")
+    now = clock.now()
+    with db.write() as s:
+        s.add(WebSession(user_id=user_id, token_hash=digest(token), created_at=now,
+                         expires_at=now + dt.timedelta(seconds=ttl_seconds)))
+    return token
+
+
+def user_for_session(db: Database, clock: Clock, token: str) -> User | None:
+    """The user of a live session cookie, or None when missing, unknown or expired."""
+    if not token:
+        return None
+    wanted = digest(token)
+    with db.read() as s:
+        row = s.exec(
+            select(WebSession, User).join(User, User.id == WebSession.user_id)
+            .where(WebSession.token_hash == wanted)
+        ).first()
+    if row is None:
+        return None
+    session, user = row
+    if session.expires_at <= clock.now() or not hmac.compare_digest(session.token_hash, wanted):
+        return None
+    return user
+
+
+def end_session(db: Database, token: str) -> None:
+    """Log out: the session row is deleted, so the cookie is worthless even if kept."""
+    if token:
+        with db.write() as s:
+            s.exec(sa.delete(WebSession).where(WebSession.token_hash == digest(token)))

@@ -1,0 +1,148 @@
+"""Typed settings, read once from the environment (SPEC §9).
+
+Nothing else in the project reads ``os.environ``: callers receive a :class:`Settings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting has a value the product cannot run with; the message names the variable."""
+
+
+PROVIDERS = ("demo", "command", "openai")
+
+
+def _int(minimum: int) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: {raw!r} is not a whole number") from None
+        if value < minimum:
+            raise ConfigError(f"{name}: {value} is below the minimum {minimum}")
+        return value
+
+    return parse
+
+
+def _float(minimum: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: {raw!r} is not a number") from None
+        if value < minimum:
+            raise ConfigError(f"{name}: {value} is below the minimum {minimum}")
+        return value
+
+    return parse
+
+
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _provider(name: str, raw: str) -> str:
+    value = raw.strip()
+    if value not in PROVIDERS:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(PROVIDERS)}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Every tunable of the product; defaults are the documented ones (README, SPEC §9)."""
+
+    data_dir: Path = Path("data")
+    database_url: str = ""
+    api_url: str = "http://127.0.0.1:3000"
+    provider: str = "demo"
+    provider_command: str = ""
+    openai_base_url: str = ""
+    openai_model: str = ""
+    openai_api_key: str = ""
+    demo_word_delay_seconds: float = 0.04
+    min_interval_seconds: int = 60
+    max_concurrent_runs: int = 4
+    max_tasks_per_project: int = 50
+    prompt_max_bytes: int = 32768
+    request_max_bytes: int = 65536
+    grant_ttl_seconds: int = 14400
+    busy_retry_seconds: int = 15
+    run_timeout_seconds: int = 1800
+    run_lease_seconds: int = 30
+    failure_backoff_seconds: int = 60
+    failure_backoff_cap_seconds: int = 3600
+    max_consecutive_failures: int = 5
+    run_history_limit: int = 200
+    session_ttl_seconds: int = 14 * 24 * 3600
+    test_postgres_url: str = ""
+
+    @property
+    def db_url(self) -> str:
+        """The SQLAlchemy URL in force: the configured one, else a SQLite file in the data dir."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'chatcron.db').resolve()}"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        """Folder holding one workspace per project."""
+        return self.data_dir / "workspaces"
+
+
+# variable suffix → (field, parser)
+_VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "DATA_DIR": ("data_dir", lambda n, v: Path(_text(n, v) or "data")),
+    "DATABASE_URL": ("database_url", _text),
+    "API_URL": ("api_url", _text),
+    "PROVIDER": ("provider", _provider),
+    "PROVIDER_COMMAND": ("provider_command", _text),
+    "OPENAI_BASE_URL": ("openai_base_url", _text),
+    "OPENAI_MODEL": ("openai_model", _text),
+    "OPENAI_API_KEY": ("openai_api_key", _text),
+    "DEMO_WORD_DELAY_SECONDS": ("demo_word_delay_seconds", _float(0.0)),
+    "MIN_INTERVAL_SECONDS": ("min_interval_seconds", _int(0)),
+    "MAX_CONCURRENT_RUNS": ("max_concurrent_runs", _int(0)),
+    "MAX_TASKS_PER_PROJECT": ("max_tasks_per_project", _int(0)),
+    "PROMPT_MAX_BYTES": ("prompt_max_bytes", _int(1)),
+    "REQUEST_MAX_BYTES": ("request_max_bytes", _int(1024)),
+    "GRANT_TTL_SECONDS": ("grant_ttl_seconds", _int(1)),
+    "BUSY_RETRY_SECONDS": ("busy_retry_seconds", _int(1)),
+    "RUN_TIMEOUT_SECONDS": ("run_timeout_seconds", _int(1)),
+    "RUN_LEASE_SECONDS": ("run_lease_seconds", _int(2)),
+    "FAILURE_BACKOFF_SECONDS": ("failure_backoff_seconds", _int(0)),
+    "FAILURE_BACKOFF_CAP_SECONDS": ("failure_backoff_cap_seconds", _int(0)),
+    "MAX_CONSECUTIVE_FAILURES": ("max_consecutive_failures", _int(0)),
+    "RUN_HISTORY_LIMIT": ("run_history_limit", _int(1)),
+    "SESSION_TTL_SECONDS": ("session_ttl_seconds", _int(60)),
+    "TEST_POSTGRES_URL": ("test_postgres_url", _text),
+}
+
+PREFIX = "CHATCRON_"
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build settings from ``CHATCRON_*`` variables; raises :class:`ConfigError` naming the bad one."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for suffix, (field, parse) in _VARIABLES.items():
+        raw = env.get(PREFIX + suffix)
+        if raw is not None and raw.strip() != "":
+            values[field] = parse(PREFIX + suffix, raw)
+    settings = Settings(**values)
+    if settings.provider == "command" and not settings.provider_command:
+        raise ConfigError("CHATCRON_PROVIDER_COMMAND: required when CHATCRON_PROVIDER is 'command'")
+    return settings
+
+
+def variable_names() -> list[str]:
+    """All documented environment variables, for the README and error messages."""
+    return [PREFIX + suffix for suffix in _VARIABLES]

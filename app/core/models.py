@@ -1,0 +1,182 @@
+"""Tables of SPEC §2 (users, projects, chats, runs, events, tokens, grants).
+
+All instants are stored as UTC and come back as aware UTC datetimes (:class:`UTCDateTime`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.core.clock import UTC
+
+
+class UTCDateTime(sa.types.TypeDecorator):
+    """Aware UTC in Python, naive UTC in the column (same on SQLite and PostgreSQL)."""
+
+    impl = sa.DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: sa.Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime written to a UTC column")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: sa.Dialect) -> dt.datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+def _instant(nullable: bool = False, index: bool = False) -> dt.datetime:
+    return Field(default=None, sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index))
+
+
+class RunSource(enum.StrEnum):
+    """Who started a turn."""
+
+    USER = "user"  # typed in the UI or posted through the user API
+    SCHEDULE = "schedule"  # fired by a scheduled task
+
+
+class RunStatus(enum.StrEnum):
+    """Life of one agent turn."""
+
+    RUNNING = "running"  # holds the chat's run lock, heartbeat renewed
+    SUCCEEDED = "succeeded"  # provider finished normally
+    FAILED = "failed"  # provider error, non-zero exit or timeout
+    ABANDONED = "abandoned"  # its process died; found by an expired heartbeat
+
+
+class EventType(enum.StrEnum):
+    """Kinds of transcript entries."""
+
+    PROMPT = "prompt"
+    SCHEDULED_PROMPT = "scheduled_prompt"
+    ASSISTANT_TEXT = "assistant_text"
+    TOOL = "tool"
+    STATUS = "status"
+    ERROR = "error"
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False, unique=True))
+    password_hash: str
+    is_admin: bool = False
+    created_at: dt.datetime = _instant()
+
+
+class Project(SQLModel, table=True):
+    __tablename__ = "projects"
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=120)
+    owner_id: int = Field(foreign_key="users.id", index=True)
+    provider: str | None = None  # None: the server default (CHATCRON_PROVIDER)
+    provider_settings: str = "{}"  # JSON object, provider-specific
+    created_at: dt.datetime = _instant()
+
+
+class Membership(SQLModel, table=True):
+    __tablename__ = "memberships"
+    user_id: int = Field(foreign_key="users.id", primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", primary_key=True, index=True)
+    created_at: dt.datetime = _instant()
+
+
+class Chat(SQLModel, table=True):
+    __tablename__ = "chats"
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int | None = Field(default=None, foreign_key="projects.id", index=True)
+    owner_id: int = Field(foreign_key="users.id", index=True)
+    title: str = Field(default="New chat", max_length=200)
+    skills: str = "[]"  # JSON list of skill names
+    provider_session_id: str | None = None
+    created_at: dt.datetime = _instant()
+    updated_at: dt.datetime = _instant()
+
+
+class Run(SQLModel, table=True):
+    __tablename__ = "runs"
+    __table_args__ = (
+        # The run lock: at most one running run per chat, enforced by the database itself.
+        sa.Index(
+            "uq_run_one_running_per_chat",
+            "chat_id",
+            unique=True,
+            sqlite_where=sa.text("status = 'running'"),
+            postgresql_where=sa.text("status = 'running'"),
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chats.id", index=True)
+    source: str = RunSource.USER.value
+    status: str = Field(default=RunStatus.RUNNING.value, index=True)
+    prompt: str = ""
+    output: str = ""
+    error: str | None = None
+    task_id: int | None = Field(default=None, index=True)
+    task_run_id: int | None = None
+    instance: str = ""  # process that executes it (host:pid:nonce), for logs
+    started_at: dt.datetime = _instant()
+    heartbeat_at: dt.datetime = _instant(index=True)
+    finished_at: dt.datetime | None = _instant(nullable=True)
+
+
+class Event(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (sa.Index("ix_event_chat_cursor", "chat_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chats.id")
+    run_id: int | None = Field(default=None, foreign_key="runs.id")
+    type: str
+    text: str = ""
+    created_at: dt.datetime = _instant()
+
+
+class ApiToken(SQLModel, table=True):
+    """Personal API token; only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    name: str = ""
+    created_at: dt.datetime = _instant()
+    revoked_at: dt.datetime | None = _instant(nullable=True)
+
+
+class WebSession(SQLModel, table=True):
+    """Browser login; the cookie carries the token, the table only its SHA-256."""
+
+    __tablename__ = "web_sessions"
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    created_at: dt.datetime = _instant()
+    expires_at: dt.datetime = _instant()
+
+
+class Grant(SQLModel, table=True):
+    """Capability token handed to an agent turn (SPEC §6); only its SHA-256 is stored."""
+
+    __tablename__ = "grants"
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    scope: str
+    owner_id: int = Field(foreign_key="users.id")
+    chat_id: int = Field(foreign_key="chats.id", index=True)
+    project_id: int = Field(foreign_key="projects.id")
+    task_id: int | None = None
+    run_id: int | None = None
+    created_at: dt.datetime = _instant()
+    expires_at: dt.datetime = _instant()
+    revoked_at: dt.datetime | None = _instant(nullable=True)

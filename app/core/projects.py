@@ -1,0 +1,75 @@
+"""Projects, memberships and the access rule: members (and admins) see a project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from app.core.clock import Clock
+from app.core.db import Database
+from app.core.errors import InvalidInput, NotFound
+from app.core.models import Membership, Project, User
+from app.core.workspace import ensure_workspace
+
+MAX_NAME = 120
+
+
+def clean_name(value: object, field: str = "name", limit: int = MAX_NAME) -> str:
+    """A trimmed 1..limit character name; raises InvalidInput naming ``field``."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string")
+    text = value.strip()
+    if not text:
+        raise InvalidInput(field, "must not be empty")
+    if len(text) > limit:
+        raise InvalidInput(field, f"must be at most {limit} characters")
+    return text
+
+
+def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User) -> Project:
+    """Create a project owned by ``owner`` (who becomes a member) and its workspace folder."""
+    title = clean_name(name)
+    now = clock.now()
+    with db.write() as s:
+        project = Project(name=title, owner_id=owner.id, created_at=now)
+        s.add(project)
+        s.flush()
+        s.add(Membership(user_id=owner.id, project_id=project.id, created_at=now))
+    ensure_workspace(workspaces, project.id)
+    return project
+
+
+def grant_access(db: Database, clock: Clock, user: User, project_id: int) -> None:
+    """Make ``user`` a member of the project (idempotent); raises NotFound for an unknown project."""
+    with db.write() as s:
+        if s.get(Project, project_id) is None:
+            raise NotFound(f"no project with id {project_id}")
+        if s.get(Membership, (user.id, project_id)) is None:
+            s.add(Membership(user_id=user.id, project_id=project_id, created_at=clock.now()))
+
+
+def has_access(s: Session, user: User, project_id: int) -> bool:
+    """Admins see every project; others only those they are members of."""
+    if user.is_admin:
+        return s.get(Project, project_id) is not None
+    return s.get(Membership, (user.id, project_id)) is not None
+
+
+def list_projects(db: Database, user: User) -> list[Project]:
+    with db.read() as s:
+        query = select(Project).order_by(Project.id)
+        if not user.is_admin:
+            query = query.join(Membership, Membership.project_id == Project.id).where(
+                Membership.user_id == user.id
+            )
+        return list(s.exec(query))
+
+
+def get_project(db: Database, user: User, project_id: int) -> Project:
+    """The project if ``user`` may see it; raises NotFound otherwise (no existence leak)."""
+    with db.read() as s:
+        project = s.get(Project, project_id)
+        if project is None or not has_access(s, user, project_id):
+            raise NotFound(f"no project with id {project_id}")
+        return project

@@ -1,0 +1,195 @@
+"""The prompt service: one entry point for every turn, typed by a user or fired by a schedule.
+
+``start`` takes the chat's run lock in the database, then drives the provider in a thread:
+each streamed chunk becomes an ``assistant_text`` event, a process-wide pump renews the
+heartbeat, and a timeout cancels the provider.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+
+from app.core.clock import Clock
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.errors import NotFound
+from app.core.models import Chat, Project, Run, RunSource, RunStatus
+from app.core.providers.base import Provider, ProviderError, TurnRequest
+from app.core.runs import abandon_stale_runs, append_output, begin_run, finish_run, renew_heartbeats
+from app.core.workspace import ensure_workspace
+
+log = logging.getLogger("chatcron.prompt")
+
+
+def instance_id() -> str:
+    """Identifies this process in run rows and logs: host:pid:nonce."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    run_id: int
+    status: RunStatus
+    output: str
+    error: str | None
+
+
+class RunHandle:
+    """A started turn; ``wait`` blocks until it has finished and returns its result."""
+
+    def __init__(self, run: Run) -> None:
+        self.run_id: int = run.id
+        self.chat_id: int = run.chat_id
+        self._done = threading.Event()
+        self._result: RunResult | None = None
+        self.cancel = threading.Event()
+
+    def _set(self, result: RunResult) -> None:
+        self._result = result
+        self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> RunResult | None:
+        self._done.wait(timeout)
+        return self._result
+
+
+ProviderFactory = Callable[[Project | None], Provider]
+
+
+class PromptService:
+    """Starts turns and keeps their heartbeats alive; safe to use from many threads."""
+
+    def __init__(self, db: Database, clock: Clock, settings: Settings, providers: ProviderFactory) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.providers = providers
+        self.instance = instance_id()
+        self._handles: dict[int, RunHandle] = {}  # local runs this process renews; not a lock
+        self._lock = threading.Lock()
+        self._pump: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start(self, chat_id: int, text: str, *, source: RunSource = RunSource.USER,
+              task_id: int | None = None, run_id: int | None = None,
+              shown_prompt: str | None = None, env: dict[str, str] | None = None) -> RunHandle:
+        """Start a turn; raises PromptAlreadyRunning when the chat has a live run, NotFound for a bad chat.
+
+        ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt`` is what the
+        transcript shows when it differs from what the agent receives.
+        """
+        with self.db.read() as s:
+            chat = s.get(Chat, chat_id)
+            project = s.get(Project, chat.project_id) if chat and chat.project_id else None
+        if chat is None:
+            raise NotFound(f"no chat with id {chat_id}")
+        run = begin_run(self.db, self.clock, chat_id, text, source=source,
+                        lease_seconds=self.settings.run_lease_seconds, instance=self.instance,
+                        shown_prompt=shown_prompt, task_id=task_id, task_run_id=run_id)
+        handle = RunHandle(run)
+        with self._lock:
+            self._handles[run.id] = handle
+        self._ensure_pump()
+        request = TurnRequest(
+            chat_id=chat_id, run_id=run.id, text=text,
+            workspace=ensure_workspace(self.settings.workspaces_dir, project.id) if project else None,
+            env=dict(env or {}), session_id=chat.provider_session_id,
+        )
+        thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
+                                  name=f"run-{run.id}", daemon=True)
+        thread.start()
+        log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
+                 run.id, chat_id, source.value, task_id)
+        return handle
+
+    def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
+            handle.cancel.set()
+
+        timer = threading.Timer(self.settings.run_timeout_seconds, on_timeout)
+        timer.daemon = True
+        timer.start()
+        status, error = RunStatus.SUCCEEDED, None
+        try:
+            provider = self.providers(project)
+
+            def emit(chunk: str) -> None:
+                if chunk and not append_output(self.db, self.clock, run, chunk):
+                    handle.cancel.set()  # someone else ended this run (abandoned it)
+                    raise ProviderError("the run was ended elsewhere")
+
+            provider.run(request, emit, handle.cancel)
+        except ProviderError as exc:
+            status, error = RunStatus.FAILED, str(exc)
+        except Exception as exc:  # a provider bug must fail the turn, not kill the worker silently
+            log.exception("action=provider_crashed run_id=%s", run.id)
+            status, error = RunStatus.FAILED, f"provider error: {exc}"
+        finally:
+            timer.cancel()
+        if timed_out.is_set():
+            status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
+        self._finish(run, handle, status, error)
+
+    def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None) -> None:
+        try:
+            finish_run(self.db, self.clock, run, status, error)
+        except Exception:
+            log.exception("action=finish_failed run_id=%s", run.id)
+        with self._lock:
+            self._handles.pop(run.id, None)
+        with self.db.read() as s:
+            row = s.get(Run, run.id)
+        final = RunStatus(row.status) if row else status
+        handle._set(RunResult(run.id, final, row.output if row else "", row.error if row else error))
+        log.info("action=run_finished run_id=%s chat_id=%s status=%s", run.id, run.chat_id, final.value)
+
+    # -- heartbeat pump --------------------------------------------------------------------
+    def _ensure_pump(self) -> None:
+        with self._lock:
+            if self._pump is None or not self._pump.is_alive():
+                self._pump = threading.Thread(target=self._pump_loop, name="heartbeat", daemon=True)
+                self._pump.start()
+
+    def _pump_loop(self) -> None:
+        interval = max(0.5, self.settings.run_lease_seconds / 3)
+        while not self._stop.wait(interval):
+            self.pump_once()
+
+    def pump_once(self) -> None:
+        """Renew local heartbeats, cancel local runs ended elsewhere, abandon dead ones anywhere."""
+        with self._lock:
+            handles = dict(self._handles)
+        try:
+            alive = renew_heartbeats(self.db, self.clock, handles)
+            for run_id, handle in handles.items():
+                if run_id not in alive:
+                    handle.cancel.set()
+            for run in abandon_stale_runs(self.db, self.clock, self.settings.run_lease_seconds):
+                log.warning("action=run_abandoned run_id=%s chat_id=%s", run.id, run.chat_id)
+        except Exception:  # the store may be briefly unavailable; the next tick retries
+            log.exception("action=heartbeat_failed")
+
+    def running(self) -> list[RunHandle]:
+        with self._lock:
+            return list(self._handles.values())
+
+    def shutdown(self, grace_seconds: float = 5.0) -> None:
+        """Cancel local turns, wait up to ``grace_seconds`` for them to record their end."""
+        for handle in self.running():
+            handle.cancel.set()
+        for handle in self.running():
+            handle.wait(grace_seconds)
+        self._stop.set()

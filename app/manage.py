@@ -1,0 +1,92 @@
+"""Admin CLI: ``python -m app.manage <command>`` (SPEC §1).
+
+Exit codes: 0 done, 1 refused (the reason on stderr), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from app.core import auth, chats, projects
+from app.core.config import ConfigError
+from app.core.context import Core, build_core
+from app.core.errors import AlreadyExists, ChatcronError, NotFound
+from app.core.migrate import upgrade
+
+DEMO_EMAIL = "demo@example.com"
+DEMO_PASSWORD = "demo-password"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app.manage", description="chatcron administration")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("migrate", help="create or upgrade the database schema")
+    p = sub.add_parser("create-user", help="register a user")
+    p.add_argument("--email", required=True)
+    p.add_argument("--password", required=True)
+    p.add_argument("--admin", action="store_true")
+    p = sub.add_parser("create-project", help="create a project; prints its id")
+    p.add_argument("--name", required=True)
+    p.add_argument("--owner", required=True, help="owner's email")
+    p = sub.add_parser("grant-access", help="make a user a member of a project")
+    p.add_argument("--email", required=True)
+    p.add_argument("--project", required=True, type=int)
+    p = sub.add_parser("create-token", help="print a new personal API token")
+    p.add_argument("--email", required=True)
+    p.add_argument("--name", default="cli")
+    sub.add_parser("seed-demo", help="demo user, project and chat; prints the login")
+    return parser
+
+
+def seed_demo(core: Core) -> str:
+    """Create the demo user, project and chat once; returns what to print."""
+    try:
+        user = auth.create_user(core.db, core.clock, DEMO_EMAIL, DEMO_PASSWORD)
+    except AlreadyExists:
+        return f"demo already seeded; log in as {DEMO_EMAIL} / {DEMO_PASSWORD}"
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Demo project", user)
+    chats.create_chat(core.db, core.clock, user, project.id, "Demo chat")
+    return f"demo seeded; log in as {DEMO_EMAIL} / {DEMO_PASSWORD}"
+
+
+def run(argv: Sequence[str], core: Core) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "migrate":
+        upgrade(core.db)
+        print("database is up to date")
+    elif args.command == "create-user":
+        user = auth.create_user(core.db, core.clock, args.email, args.password, args.admin)
+        print(f"created user {user.email}" + (" (admin)" if user.is_admin else ""))
+    elif args.command == "create-project":
+        owner = auth.find_user(core.db, args.owner)
+        print(projects.create_project(core.db, core.clock, core.settings.workspaces_dir, args.name, owner).id)
+    elif args.command == "grant-access":
+        user = auth.find_user(core.db, args.email)
+        projects.grant_access(core.db, core.clock, user, args.project)
+        print(f"{user.email} can now use project {args.project}")
+    elif args.command == "create-token":
+        print(auth.create_api_token(core.db, core.clock, auth.find_user(core.db, args.email).id, args.name))
+    elif args.command == "seed-demo":
+        print(seed_demo(core))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        core = build_core()
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run(sys.argv[1:] if argv is None else argv, core)
+    except (ChatcronError, NotFound) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        core.db.dispose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
