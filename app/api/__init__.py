@@ -1,0 +1,23 @@
+"""HTTP APIs served by the web process: the user API, browser auth, and (later) the agent API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from app.api import errors, user, web_auth
+from app.api.limits import BodyLimit
+from app.core.context import Core
+
+
+def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAPI:
+    """The FastAPI app; ``core_provider`` returns this process's core (lazily, so imports stay cheap)."""
+    api = FastAPI(title="chatcron API", version="0.1.0", docs_url="/api/docs", openapi_url="/openapi.json",
+                  redoc_url=None)
+    api.state.core_provider = core_provider
+    errors.install(api)
+    api.include_router(user.router)
+    api.include_router(web_auth.router)
+    api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    return api

@@ -1,0 +1,34 @@
+"""Request dependencies: the process core and the caller's identity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import Request
+
+from app.core import auth
+from app.core.context import Core
+from app.core.errors import Unauthorized
+from app.core.models import User
+
+
+def bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+    return token.strip()
+
+
+def core_of(request: Request) -> Core:
+    provider: Callable[[], Core] = request.app.state.core_provider
+    return provider()
+
+
+def current_user(request: Request) -> User:
+    """The owner of the personal API token in the Authorization header; 401 otherwise."""
+    core = core_of(request)
+    user = auth.user_for_token(core.db, bearer(request))
+    if user is None:
+        raise Unauthorized("invalid or revoked API token")
+    return user

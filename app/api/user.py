@@ -1,0 +1,122 @@
+"""User API (SPEC §5): projects, chats, events, prompts, runs — authorized by personal tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, StrictStr
+
+from app.api.deps import core_of, current_user
+from app.api.serialize import chat_json, event_json, project_json, run_json
+from app.core import chats, projects, runs
+from app.core.context import Core
+from app.core.errors import InvalidInput, NotFound
+from app.core.models import User
+
+router = APIRouter(prefix="/api")
+CoreDep = Annotated[Core, Depends(core_of)]
+UserDep = Annotated[User, Depends(current_user)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProjectIn(Strict):
+    name: StrictStr
+
+
+class ChatIn(Strict):
+    title: StrictStr = "New chat"
+
+
+class ChatPatch(Strict):
+    title: StrictStr | None = None
+    skills: list[StrictStr] | None = None
+
+
+class PromptIn(Strict):
+    text: StrictStr
+
+
+@router.get("/health")
+def health(core: CoreDep) -> dict[str, Any]:
+    try:
+        with core.db.read() as s:
+            s.exec(sa.text("SELECT 1"))
+        db = "ok"
+    except Exception as exc:  # health must answer even when the store is down
+        db = f"error: {type(exc).__name__}"
+    return {"status": "ok" if db == "ok" else "degraded", "db": db,
+            "scheduler": {"alive": False, "last_beat": None}}
+
+
+@router.get("/projects")
+def list_projects(core: CoreDep, user: UserDep) -> dict[str, Any]:
+    return {"projects": [project_json(p) for p in projects.list_projects(core.db, user)]}
+
+
+@router.post("/projects", status_code=201)
+def create_project(body: ProjectIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, body.name, user)
+    return project_json(project)
+
+
+@router.get("/projects/{pid}/chats")
+def list_chats(pid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    return {"chats": [chat_json(c) for c in chats.list_chats(core.db, user, pid)]}
+
+
+@router.post("/projects/{pid}/chats", status_code=201)
+def create_chat(pid: int, body: ChatIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    return chat_json(chats.create_chat(core.db, core.clock, user, pid, body.title))
+
+
+@router.get("/chats/{cid}")
+def get_chat(cid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    chat = chats.get_chat(core.db, user, cid)
+    busy = runs.live_run(core.db, core.clock, cid, core.settings.run_lease_seconds) is not None
+    return chat_json(chat, busy=busy)
+
+
+@router.patch("/chats/{cid}")
+def patch_chat(cid: int, body: ChatPatch, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    sent = body.model_dump(exclude_unset=True)
+    for field in ("title", "skills"):
+        if field in sent and sent[field] is None:
+            raise InvalidInput(field, "must not be null")
+    chat = chats.update_chat(core.db, core.clock, user, cid, title=sent.get("title"), skills=sent.get("skills"))
+    return chat_json(chat)
+
+
+@router.get("/chats/{cid}/events")
+def list_events(cid: int, core: CoreDep, user: UserDep,
+                after: Annotated[int, Query(ge=0)] = 0,
+                limit: Annotated[int, Query(ge=1, le=runs.MAX_PAGE)] = 200) -> dict[str, Any]:
+    chats.get_chat(core.db, user, cid)
+    events = runs.list_events(core.db, cid, after, limit)
+    return {"events": [event_json(e) for e in events], "next_after": events[-1].id if events else after}
+
+
+@router.post("/chats/{cid}/prompts", status_code=202)
+def post_prompt(cid: int, body: PromptIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    chats.get_chat(core.db, user, cid)
+    text = body.text.strip()
+    if not text:
+        raise InvalidInput("text", "must not be empty")
+    if len(text.encode()) > core.settings.prompt_max_bytes:
+        raise InvalidInput("text", f"must be at most {core.settings.prompt_max_bytes} bytes")
+    handle = core.prompts.start(cid, text)
+    return {"run_id": handle.run_id}
+
+
+@router.get("/runs/{rid}")
+def get_run(rid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+    run = runs.get_run(core.db, rid)
+    try:
+        chats.get_chat(core.db, user, run.chat_id)
+    except NotFound:
+        raise NotFound(f"no run with id {rid}") from None  # same answer as a missing run
+    return run_json(run)

@@ -1,0 +1,20 @@
+"""The web process: ``rx.App``, its pages and the API mount — nothing else."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from app.api import create_api
+from app.core.config import load_settings
+from app.core.context import get_core
+from app.ui.pages import chat, index, login
+
+_settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
+
+app = rx.App(
+    api_transformer=create_api(get_core, _settings.request_max_bytes),
+    theme=rx.theme(accent_color="indigo", radius="large"),
+)
+app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=login.LoginState.read_error)
+app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
+app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_load=chat.ON_LOAD)

@@ -1,0 +1,41 @@
+"""The chat page: header, live transcript, composer."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from app.ui.components.layout import frame
+from app.ui.components.transcript import composer, transcript
+from app.ui.state.chat import ChatState
+
+
+def _header() -> rx.Component:
+    return rx.hstack(
+        rx.heading(ChatState.title, size="4", custom_attrs={"data-testid": "chat-title"}),
+        rx.spacer(),
+        rx.cond(
+            ChatState.project_chat,
+            rx.el.label(
+                rx.hstack(
+                    rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
+                              custom_attrs={"data-testid": "skill-scheduled-tasks"}),
+                    rx.text("Scheduled tasks", size="2"),
+                    align="center",
+                ),
+            ),
+        ),
+        align="center", padding="1em", border_bottom="1px solid var(--gray-5)", width="100%",
+    )
+
+
+def chat_page() -> rx.Component:
+    return frame(
+        rx.cond(
+            ChatState.missing,
+            rx.center(rx.text("This chat does not exist or you cannot see it."), height="100%"),
+            rx.vstack(_header(), transcript(), composer(), spacing="0", height="100vh", width="100%"),
+        )
+    )
+
+
+ON_LOAD = [ChatState.require_login, ChatState.load_nav, ChatState.open_chat]

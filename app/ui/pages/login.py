@@ -1,0 +1,47 @@
+"""Login page: a plain form post, so the server can set an HttpOnly cookie."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+WRONG = "Wrong email or password."
+
+
+class LoginState(rx.State):
+    error: str = ""
+
+    @rx.event
+    def read_error(self):
+        self.error = WRONG if self.router.url.query_parameters.get("error") else ""
+
+
+def login_page() -> rx.Component:
+    return rx.center(
+        rx.card(
+            rx.vstack(
+                rx.hstack(rx.icon("alarm-clock", size=24), rx.heading("chatcron", size="6"), align="center"),
+                rx.text("Scheduled prompts for your agent chats.", size="2", color_scheme="gray"),
+                rx.cond(LoginState.error != "",
+                        rx.callout(LoginState.error, icon="triangle-alert", color_scheme="red",
+                                   custom_attrs={"data-testid": "login-error"})),
+                rx.el.form(
+                    rx.vstack(
+                        rx.el.label("Email", html_for="login-email"),
+                        rx.input(name="email", id="login-email", type="email", required=True, width="100%",
+                                 auto_complete="username", custom_attrs={"data-testid": "login-email"}),
+                        rx.el.label("Password", html_for="login-password"),
+                        rx.input(name="password", id="login-password", type="password", required=True,
+                                 width="100%", auto_complete="current-password",
+                                 custom_attrs={"data-testid": "login-password"}),
+                        rx.button("Log in", type="submit", width="100%",
+                                  custom_attrs={"data-testid": "login-submit"}),
+                        spacing="2", width="100%",
+                    ),
+                    action="/auth/login", method="post", width="100%",
+                ),
+                spacing="3", width="320px",
+            ),
+            size="3",
+        ),
+        height="100vh",
+    )

@@ -1,0 +1,1 @@
+"""Reflex states: one per page beside a shared session state."""
