@@ -20,7 +20,7 @@ from sqlmodel import select
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import AlreadyExists, InvalidCredentials, InvalidInput, NotFound
-from app.core.models import ApiToken, User, WebSession
+from app.core.models import ApiToken, SessionKind, User, WebSession
 
 _hasher = PasswordHasher()
 # Verified against when the email is unknown, so both failures cost the same time.
@@ -112,14 +112,37 @@ def user_for_token(db: Database, token: str) -> User | None:
     return user
 
 
-def create_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int) -> str:
-    """Start a browser session; returns the cookie value."""
-    token = new_secret("ccs_")
+TICKET_SECONDS = 30
+
+
+def create_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int,
+                   kind: SessionKind = SessionKind.SESSION) -> str:
+    """Start a browser session (or a single-use login ticket); returns its secret."""
+    token = new_secret("ccs_" if kind == SessionKind.SESSION else "cclt_")
     now = clock.now()
     with db.write() as s:
-        s.add(WebSession(user_id=user_id, token_hash=digest(token), created_at=now,
+        s.add(WebSession(kind=kind.value, user_id=user_id, token_hash=digest(token), created_at=now,
                          expires_at=now + dt.timedelta(seconds=ttl_seconds)))
     return token
+
+
+def create_login_ticket(db: Database, clock: Clock, user_id: int) -> str:
+    """A proof of login valid for a few seconds and one use, exchanged for the cookie over HTTP."""
+    return create_session(db, clock, user_id, TICKET_SECONDS, SessionKind.TICKET)
+
+
+def redeem_login_ticket(db: Database, clock: Clock, ticket: str, ttl_seconds: int) -> str | None:
+    """Burn a ticket and open a session for its user; None if unknown, used or expired."""
+    if not ticket:
+        return None
+    with db.write() as s:
+        row = s.exec(select(WebSession).where(WebSession.token_hash == digest(ticket),
+                                              WebSession.kind == SessionKind.TICKET.value)).first()
+        if row is None:
+            return None
+        s.delete(row)
+        valid = row.expires_at > clock.now()
+    return create_session(db, clock, row.user_id, ttl_seconds) if valid else None
 
 
 def user_for_session(db: Database, clock: Clock, token: str) -> User | None:
@@ -130,7 +153,7 @@ def user_for_session(db: Database, clock: Clock, token: str) -> User | None:
     with db.read() as s:
         row = s.exec(
             select(WebSession, User).join(User, User.id == WebSession.user_id)
-            .where(WebSession.token_hash == wanted)
+            .where(WebSession.token_hash == wanted, WebSession.kind == SessionKind.SESSION.value)
         ).first()
     if row is None:
         return None

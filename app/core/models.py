@@ -154,11 +154,19 @@ class ApiToken(SQLModel, table=True):
     revoked_at: dt.datetime | None = _instant(nullable=True)
 
 
+class SessionKind(enum.StrEnum):
+    """What a web_sessions row is."""
+
+    SESSION = "session"  # a logged-in browser; the cookie holds the token
+    TICKET = "ticket"  # single-use, seconds-long proof of a login, exchanged for a cookie over HTTP
+
+
 class WebSession(SQLModel, table=True):
     """Browser login; the cookie carries the token, the table only its SHA-256."""
 
     __tablename__ = "web_sessions"
     id: int | None = Field(default=None, primary_key=True)
+    kind: str = SessionKind.SESSION.value
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     created_at: dt.datetime = _instant()

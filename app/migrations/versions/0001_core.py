@@ -60,6 +60,7 @@ def upgrade() -> None:
 
     op.create_table('web_sessions',
     sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('token_hash', sa.String(length=64), nullable=False),
     sa.Column('created_at', app.core.models.UTCDateTime(), nullable=False),

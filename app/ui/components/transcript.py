@@ -51,6 +51,7 @@ def composer() -> rx.Component:
             ),
             on_submit=ChatState.send,
             reset_on_submit=False,
+            width="100%",
         ),
-        padding="1em", border_top="1px solid var(--gray-5)",
+        padding="1em", border_top="1px solid var(--gray-5)", width="100%",
     )

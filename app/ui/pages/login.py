@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import reflex as rx
 
+from app.core import auth
+from app.core.context import get_core
+from app.core.errors import InvalidCredentials
+
 WRONG = "Wrong email or password."
+EXPIRED = "That login link expired; log in again."
 
 
 class LoginState(rx.State):
@@ -12,7 +19,21 @@ class LoginState(rx.State):
 
     @rx.event
     def read_error(self):
-        self.error = WRONG if self.router.url.query_parameters.get("error") else ""
+        self.error = EXPIRED if self.router.url.query_parameters.get("error") else ""
+
+    @rx.event
+    async def submit(self, form: dict):
+        core = get_core()
+        try:
+            user = await asyncio.to_thread(auth.authenticate, core.db, str(form.get("email", "")),
+                                           str(form.get("password", "")))
+        except InvalidCredentials:
+            self.error = WRONG
+            return None
+        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id)
+        self.error = ""
+        # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
+        return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")
 
 
 def login_page() -> rx.Component:
@@ -24,7 +45,7 @@ def login_page() -> rx.Component:
                 rx.cond(LoginState.error != "",
                         rx.callout(LoginState.error, icon="triangle-alert", color_scheme="red",
                                    custom_attrs={"data-testid": "login-error"})),
-                rx.el.form(
+                rx.form(
                     rx.vstack(
                         rx.el.label("Email", html_for="login-email"),
                         rx.input(name="email", id="login-email", type="email", required=True, width="100%",
@@ -37,7 +58,7 @@ def login_page() -> rx.Component:
                                   custom_attrs={"data-testid": "login-submit"}),
                         spacing="2", width="100%",
                     ),
-                    action="/auth/login", method="post", width="100%",
+                    on_submit=LoginState.submit, width="100%",
                 ),
                 spacing="3", width="320px",
             ),
