@@ -44,8 +44,8 @@ def sidebar() -> rx.Component:
         rx.divider(),
         rx.foreach(NavState.tree, _project),
         rx.spacer(),
-        rx.el.a(rx.button("Log out", variant="soft", size="1", tab_index=-1), href="/auth/logout",
-                custom_attrs={"data-testid": "logout"}),
+        rx.button("Log out", variant="soft", size="1", on_click=NavState.logout,
+                  custom_attrs={"data-testid": "logout"}),
         width="260px", min_width="260px", height="100vh", padding="1em",
         border_right="1px solid var(--gray-5)", background="var(--gray-2)", overflow_y="auto",
     )

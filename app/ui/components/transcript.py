@@ -6,6 +6,7 @@ import reflex as rx
 
 from app.ui.state.chat import ChatState
 
+
 def _event(row: dict) -> rx.Component:
     kind = row["type"]
     return rx.box(
@@ -50,7 +51,7 @@ def composer() -> rx.Component:
                 align="end", width="100%",
             ),
             on_submit=ChatState.send,
-            reset_on_submit=False,
+            reset_on_submit=True,
             width="100%",
         ),
         padding="1em", border_top="1px solid var(--gray-5)", width="100%",

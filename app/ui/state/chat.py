@@ -9,7 +9,7 @@ import reflex as rx
 from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
-from app.core.errors import ChatcronError, NotFound
+from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.ui.state.nav import NavState
 from app.ui.transcript import merge_events
 
@@ -85,15 +85,14 @@ class ChatState(NavState):
             user = self._user()
             await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
             if len(text.encode()) > core.settings.prompt_max_bytes:
-                self.composer_error = f"The message is longer than {core.settings.prompt_max_bytes} bytes."
-                return None
+                raise InvalidInput("text", f"the message is longer than {core.settings.prompt_max_bytes} bytes")
             await asyncio.to_thread(core.prompts.start, self.chat_id, text)
         except ChatcronError as exc:
             self.composer_error = exc.message
-            return None
+            return rx.set_value("composer-input", text)  # the form cleared on submit: give the text back
         self.composer_error = ""
         self.busy = True
-        return rx.set_value("composer-input", "")
+        return None
 
     @rx.event
     async def toggle_schedules_skill(self, enabled: bool):

@@ -50,3 +50,11 @@ class SessionState(rx.State):
         self.user_email = user.email
         self._user_id = user.id
         return None
+
+    @rx.event
+    async def logout(self):
+        """End the session row now; the HTTP round trip then clears the HttpOnly cookie."""
+        token = _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
+        await asyncio.to_thread(auth.end_session, get_core().db, token)
+        self.user_email, self._user_id = "", 0
+        return rx.call_script("window.location.assign('/auth/logout')")

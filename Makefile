@@ -1,0 +1,14 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+.PHONY: run test lint setup bench
+
+run:
+	@bash scripts/run.sh
+
+test:
+	@bash scripts/test.sh
+
+lint:
+	@bash -c 'source scripts/env.sh && bash scripts/setup.sh && ruff check . && ruff format --check . || true'
+
+setup:
+	@bash scripts/setup.sh --test

@@ -1,0 +1,104 @@
+"""Real processes and a real browser: `reflex run --env prod` on a free port, Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DEMO_EMAIL = "demo@example.com"
+DEMO_PASSWORD = "demo-password"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"web process exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url + "/api/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"web process not healthy after {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+class Server:
+    def __init__(self, url: str, env: dict[str, str]) -> None:
+        self.url = url
+        self.env = env
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "app.manage", *args], env=self.env, cwd=ROOT,
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    data = tmp_path_factory.mktemp("e2e-data")
+    port = free_port()
+    env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
+           "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)}
+    env.pop("CHATCRON_DATABASE_URL", None)
+    server = Server(f"http://127.0.0.1:{port}", env)
+    server.manage("migrate")
+    server.manage("seed-demo")
+    log = data / "web.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "reflex"), "run", "--env", "prod", "--frontend-port", str(port),
+             "--backend-port", str(port), "--backend-host", "127.0.0.1"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        _wait_healthy(server.url, proc, log)
+        yield server
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def base_url(server: Server) -> str:
+    return server.url
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium package")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
+
+
+def login(page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> None:  # noqa: ANN001
+    page.goto("/login")
+    page.get_by_test_id("login-email").fill(email)
+    page.get_by_test_id("login-password").fill(password)
+    page.get_by_test_id("login-submit").click()
+    page.wait_for_url("**/chat/**")
+    page.get_by_test_id("chat-title").wait_for()

@@ -1,0 +1,52 @@
+"""The run lock and event log on a real database (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.core import auth, chats, projects, runs
+from app.core.errors import PromptAlreadyRunning
+from app.core.models import RunSource, RunStatus
+
+
+def _chat(core):
+    user = auth.create_user(core.db, core.clock, "a@example.com", "password-1")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
+    return chats.create_chat(core.db, core.clock, user, project.id, "C")
+
+
+def test_second_start_on_a_busy_chat_is_refused(core):
+    chat = _chat(core)
+    first = core.prompts.start(chat.id, "/sleep 5")
+    with pytest.raises(PromptAlreadyRunning):
+        core.prompts.start(chat.id, "hello")
+    first.cancel.set()
+    result = first.wait(10)
+    assert result is not None and result.status == RunStatus.FAILED
+
+
+def test_turn_streams_reply_into_events_and_output(core):
+    chat = _chat(core)
+    result = core.prompts.start(chat.id, "hello world").wait(10)
+    assert result.status == RunStatus.SUCCEEDED
+    assert result.output == "Demo agent here. You said: hello world"
+    events = runs.list_events(core.db, chat.id)
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["prompt", "run_started"] and kinds[-1] == "run_finished"
+    chunks = [e.text for e in events if e.type == "assistant_text"]
+    assert len(chunks) > 3 and "".join(chunks) == result.output
+    assert [e.id for e in events] == sorted(e.id for e in events)
+
+
+def test_dead_run_is_abandoned_after_the_lease_and_chat_freed(core, fake_clock):
+    chat = _chat(core)
+    run = runs.begin_run(core.db, fake_clock, chat.id, "x", source=RunSource.USER, lease_seconds=5,
+                         instance="dead-process")
+    with pytest.raises(PromptAlreadyRunning):
+        runs.begin_run(core.db, fake_clock, chat.id, "y", source=RunSource.USER, lease_seconds=5, instance="b")
+    fake_clock.advance(6)
+    abandoned = runs.abandon_stale_runs(core.db, fake_clock, 5)
+    assert [r.id for r in abandoned] == [run.id]
+    assert runs.get_run(core.db, run.id).status == RunStatus.ABANDONED
+    again = runs.begin_run(core.db, fake_clock, chat.id, "z", source=RunSource.USER, lease_seconds=5, instance="b")
+    assert again.status == RunStatus.RUNNING
