@@ -49,6 +49,7 @@ class RunHandle:
         self._done = threading.Event()
         self._result: RunResult | None = None
         self.cancel = threading.Event()
+        self.on_finish: Callable[[RunResult], None] | None = None
 
     def _set(self, result: RunResult) -> None:
         self._result = result
@@ -82,11 +83,13 @@ class PromptService:
 
     def start(self, chat_id: int, text: str, *, source: RunSource = RunSource.USER,
               task_id: int | None = None, run_id: int | None = None,
-              shown_prompt: str | None = None, env: dict[str, str] | None = None) -> RunHandle:
+              shown_prompt: str | None = None, env: dict[str, str] | None = None,
+              fresh_session: bool = False, on_finish: Callable[[RunResult], None] | None = None) -> RunHandle:
         """Start a turn; raises PromptAlreadyRunning when the chat has a live run, NotFound for a bad chat.
 
         ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt`` is what the
-        transcript shows when it differs from what the agent receives.
+        transcript shows when it differs from what the agent receives; ``fresh_session`` starts
+        a new provider session; ``on_finish`` is called with the result from the run's thread.
         """
         with self.db.read() as s:
             chat = s.get(Chat, chat_id)
@@ -103,8 +106,9 @@ class PromptService:
         request = TurnRequest(
             chat_id=chat_id, run_id=run.id, text=text,
             workspace=ensure_workspace(self.settings.workspaces_dir, project.id) if project else None,
-            env=dict(env or {}), session_id=chat.provider_session_id,
+            env=dict(env or {}), session_id=None if fresh_session else chat.provider_session_id,
         )
+        handle.on_finish = on_finish
         thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
                                   name=f"run-{run.id}", daemon=True)
         thread.start()
@@ -153,7 +157,13 @@ class PromptService:
         with self.db.read() as s:
             row = s.get(Run, run.id)
         final = RunStatus(row.status) if row else status
-        handle._set(RunResult(run.id, final, row.output if row else "", row.error if row else error))
+        result = RunResult(run.id, final, row.output if row else "", row.error if row else error)
+        if handle.on_finish is not None:
+            try:
+                handle.on_finish(result)
+            except Exception:
+                log.exception("action=on_finish_failed run_id=%s", run.id)
+        handle._set(result)
         log.info("action=run_finished run_id=%s chat_id=%s status=%s", run.id, run.chat_id, final.value)
 
     # -- heartbeat pump --------------------------------------------------------------------
