@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Path, Request
 
 from app.core import auth
 from app.core.context import Core
 from app.core.errors import Unauthorized
 from app.core.models import User
+
+MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
+Id = Annotated[int, Path(ge=1, le=MAX_ID)]  # out of range → 404 like any unknown id
 
 
 def bearer(request: Request) -> str:

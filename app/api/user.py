@@ -8,9 +8,11 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-from app.api.deps import core_of, current_user
+from app.api.deps import MAX_ID, Id, core_of, current_user
+from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
 from app.core import chats, projects, runs
+from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import User
@@ -49,8 +51,11 @@ def health(core: CoreDep) -> dict[str, Any]:
         db = "ok"
     except Exception as exc:  # health must answer even when the store is down
         db = f"error: {type(exc).__name__}"
+    alive, last = False, None
+    if db == "ok":
+        alive, last = scheduler_beat(core)
     return {"status": "ok" if db == "ok" else "degraded", "db": db,
-            "scheduler": {"alive": False, "last_beat": None}}
+            "scheduler": {"alive": alive, "last_beat": rfc3339(last)}}
 
 
 @router.get("/projects")
@@ -65,24 +70,24 @@ def create_project(body: ProjectIn, core: CoreDep, user: UserDep) -> dict[str, A
 
 
 @router.get("/projects/{pid}/chats")
-def list_chats(pid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def list_chats(pid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
     return {"chats": [chat_json(c) for c in chats.list_chats(core.db, user, pid)]}
 
 
 @router.post("/projects/{pid}/chats", status_code=201)
-def create_chat(pid: int, body: ChatIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def create_chat(pid: Id, body: ChatIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
     return chat_json(chats.create_chat(core.db, core.clock, user, pid, body.title))
 
 
 @router.get("/chats/{cid}")
-def get_chat(cid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def get_chat(cid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chat = chats.get_chat(core.db, user, cid)
     busy = runs.live_run(core.db, core.clock, cid, core.settings.run_lease_seconds) is not None
     return chat_json(chat, busy=busy)
 
 
 @router.patch("/chats/{cid}")
-def patch_chat(cid: int, body: ChatPatch, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def patch_chat(cid: Id, body: ChatPatch, core: CoreDep, user: UserDep) -> dict[str, Any]:
     sent = body.model_dump(exclude_unset=True)
     for field in ("title", "skills"):
         if field in sent and sent[field] is None:
@@ -92,8 +97,8 @@ def patch_chat(cid: int, body: ChatPatch, core: CoreDep, user: UserDep) -> dict[
 
 
 @router.get("/chats/{cid}/events")
-def list_events(cid: int, core: CoreDep, user: UserDep,
-                after: Annotated[int, Query(ge=0)] = 0,
+def list_events(cid: Id, core: CoreDep, user: UserDep,
+                after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
                 limit: Annotated[int, Query(ge=1, le=runs.MAX_PAGE)] = 200) -> dict[str, Any]:
     chats.get_chat(core.db, user, cid)
     events = runs.list_events(core.db, cid, after, limit)
@@ -101,7 +106,7 @@ def list_events(cid: int, core: CoreDep, user: UserDep,
 
 
 @router.post("/chats/{cid}/prompts", status_code=202)
-def post_prompt(cid: int, body: PromptIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def post_prompt(cid: Id, body: PromptIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chats.get_chat(core.db, user, cid)
     text = body.text.strip()
     if not text:
@@ -113,7 +118,7 @@ def post_prompt(cid: int, body: PromptIn, core: CoreDep, user: UserDep) -> dict[
 
 
 @router.get("/runs/{rid}")
-def get_run(rid: int, core: CoreDep, user: UserDep) -> dict[str, Any]:
+def get_run(rid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
     run = runs.get_run(core.db, rid)
     try:
         chats.get_chat(core.db, user, run.chat_id)

@@ -1,0 +1,87 @@
+"""``GET /metrics`` (Prometheus text format), computed from the database at scrape time.
+
+The scheduler is another process, so its figures are read from the rows it writes (task runs,
+tasks, its instance row) rather than from in-memory counters; any web worker answers the same.
+Lateness is taken over the task runs kept in history (CHATCRON_RUN_HISTORY_LIMIT per task).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from sqlmodel import func, select
+
+from app.api.deps import core_of
+from app.core.context import Core
+from app.core.models import Run
+from scheduler.model import ScheduledTask, SchedulerInstance, TaskRun
+
+router = APIRouter(include_in_schema=False)
+BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def scheduler_beat(core: Core) -> tuple[bool, dt.datetime | None]:
+    """(alive, last heartbeat) of the freshest running scheduler instance."""
+    with core.db.read() as s:
+        last = s.exec(select(func.max(SchedulerInstance.heartbeat_at))
+                      .where(SchedulerInstance.stopped_at.is_(None))).one()
+    if last is None:
+        return False, None
+    return last >= core.clock.now() - dt.timedelta(seconds=core.settings.run_lease_seconds), last
+
+
+class DatabaseCollector:
+    def __init__(self, core_provider: Callable[[], Core]) -> None:
+        self.core_provider = core_provider
+
+    def collect(self) -> Iterator[object]:
+        core = self.core_provider()
+        with core.db.read() as s:
+            by_outcome = s.exec(select(TaskRun.status, func.count()).group_by(TaskRun.status)).all()
+            by_run = s.exec(select(Run.source, Run.status, func.count()).group_by(Run.source, Run.status)).all()
+            queued = s.exec(select(func.count()).select_from(ScheduledTask).where(ScheduledTask.pending_run)).one()
+            iterations = s.exec(select(func.coalesce(func.sum(SchedulerInstance.iterations), 0))).one()
+            late = s.exec(select(TaskRun.started_at, TaskRun.occurrence_at).where(
+                TaskRun.trigger == "schedule", TaskRun.started_at.is_not(None))).all()
+        fires = GaugeMetricFamily("chatcron_fires", "Fires kept in history, by outcome", labels=["outcome"])
+        for status, count in by_outcome:
+            fires.add_metric([status], count)
+        yield fires
+        running = dict(by_outcome).get("running", 0)
+        yield GaugeMetricFamily("chatcron_claims_in_flight", "Scheduled turns claimed and running", value=running)
+        yield GaugeMetricFamily("chatcron_queued_follow_ups", "Tasks with a queued follow-up", value=queued)
+        yield CounterMetricFamily("chatcron_loop_iterations", "Scheduler loop iterations, all instances",
+                                  value=iterations)
+        runs = GaugeMetricFamily("chatcron_runs", "Agent turns by source and status", labels=["source", "status"])
+        for source, status, count in by_run:
+            runs.add_metric([source, status], count)
+        yield runs
+        yield _lateness([(a - b).total_seconds() for a, b in late])
+        alive, _ = scheduler_beat(core)
+        yield GaugeMetricFamily("chatcron_scheduler_alive", "1 when a scheduler heartbeat is fresh", value=int(alive))
+
+
+def _lateness(values: list[float]) -> HistogramMetricFamily:
+    buckets, total = [], 0
+    for bound in BUCKETS:
+        total = sum(1 for v in values if v <= bound)
+        buckets.append((str(bound), total))
+    buckets.append(("+Inf", len(values)))
+    return HistogramMetricFamily("chatcron_fire_lateness_seconds", "Actual turn start minus nominal instant",
+                                 buckets=buckets, sum_value=sum(values))
+
+
+@router.get("/metrics")
+def metrics(request: Request) -> Response:
+    registry = CollectorRegistry()
+    registry.register(DatabaseCollector(lambda: core_of(request)))
+    try:
+        body = generate_latest(registry)
+    except sa.exc.SQLAlchemyError as exc:
+        return Response(f"# database unavailable: {type(exc).__name__}\n", status_code=503, media_type="text/plain")
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

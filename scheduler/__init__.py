@@ -1,0 +1,1 @@
+"""The scheduler process and its pure time engine."""

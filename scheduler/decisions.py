@@ -1,0 +1,283 @@
+"""Pure decisions of the claim / overlap / finish path (SPEC §3): (task, now, facts) → decision.
+
+Nothing here touches a database or a clock; ``scheduler/service.py`` applies the decisions in
+one transaction each. Every rule of the SPEC's "The loop", "Completion" and failure back-off
+paragraphs lives in one function below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+from collections.abc import Callable
+
+from scheduler.model import Overlap, RunOutcome, TaskStatus, Trigger
+
+MARKERS = ("SCHEDULE_STATUS=COMPLETE", "TASK_COMPLETE")
+FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskView:
+    """What the decisions read of a task (a snapshot of its row)."""
+
+    status: TaskStatus
+    kind: str  # once | cron | interval
+    overlap: Overlap
+    next_run_at: dt.datetime | None
+    retry_at: dt.datetime | None
+    pending_run: bool
+    pending_forced: Trigger | None
+    pending_occurrence_at: dt.datetime | None
+    run_count: int
+    max_runs: int | None
+    active_run_id: int | None
+    consecutive_failures: int
+    last_fire_started_at: dt.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    min_interval_seconds: int = 60
+    max_concurrent_runs: int = 4
+    busy_retry_seconds: int = 15
+    backoff_seconds: int = 60
+    backoff_cap_seconds: int = 3600
+    max_consecutive_failures: int = 5
+
+
+class Auth(enum.Enum):
+    """Outcome of the fire-time authorization check."""
+
+    OK = "ok"
+    PERMANENT = "permanent"  # chat gone, moved, owner gone or lost access → task error
+    TRANSIENT = "transient"  # the lookup itself failed → retry later
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the store knows at claim time, besides the task itself."""
+
+    chat_busy: bool  # a task of this chat (this one included) holds a claim in flight
+    in_flight: int  # scheduled runs in flight, all chats
+    auth: Auth = Auth.OK
+    auth_reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Due:
+    occurrence_at: dt.datetime
+    trigger: Trigger
+    coalesce_only: bool = False  # a deadline passed while a follow-up waits for its retry time
+
+
+class Action(enum.Enum):
+    NOTHING = "nothing"  # not due, or waiting for the chat / the global cap
+    DISPATCH = "dispatch"  # claim and start the turn
+    QUEUE = "queue"  # keep one follow-up pending
+    SKIP = "skip"  # record a skipped TaskRun
+    DEFER = "defer"  # keep it pending until retry_at
+    EXHAUST = "exhaust"  # bounds reached before it could fire
+    ERROR = "error"  # permanent authorization failure
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """The decision for one task: what to do, and the task fields to write (None = unchanged)."""
+
+    action: Action
+    due: Due | None = None
+    changes: dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+NextFn = Callable[[dt.datetime], dt.datetime | None]  # next regular occurrence strictly after an instant
+
+
+def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
+    """The occurrence the task wants to fire at ``now``: a pending follow-up first, else its deadline."""
+    pending_ready = task.pending_run and (task.retry_at is None or task.retry_at <= now)
+    if pending_ready and task.pending_forced is not None:
+        return Due(task.pending_occurrence_at or now, task.pending_forced)
+    if task.status != TaskStatus.ACTIVE:
+        return None
+    if pending_ready:
+        return Due(task.pending_occurrence_at or now, Trigger.FOLLOW_UP)
+    if task.next_run_at is not None and task.next_run_at <= now and not task.pending_run:
+        return Due(task.next_run_at, Trigger.SCHEDULE)
+    if task.next_run_at is not None and task.next_run_at <= now and task.pending_run:
+        return Due(task.next_run_at, Trigger.FOLLOW_UP, coalesce_only=True)
+    return None
+
+
+def _consume(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> dict[str, object]:
+    """Fields that advance past a regular deadline consumed at ``now`` (from now, never replayed)."""
+    if due.trigger in FORCED:
+        return {}
+    if task.next_run_at is not None and task.next_run_at <= now:
+        return {"next_run_at": next_after(now) if task.kind != "once" else None}
+    return {}
+
+
+def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits, next_after: NextFn) -> Claim:
+    """Decide what a due task does now (SPEC §3 "Claim", guardrails, fire-time authorization)."""
+    due = what_is_due(task, now)
+    if due is None:
+        return Claim(Action.NOTHING)
+    forced = due.trigger in FORCED
+    if due.coalesce_only:  # one follow-up stands for every deadline missed meanwhile
+        return Claim(Action.QUEUE, due, {**_consume(task, due, now, next_after),
+                                         "pending_occurrence_at": due.occurrence_at})
+    if not forced and task.max_runs is not None and task.run_count >= task.max_runs:
+        return Claim(Action.EXHAUST, due, {"status": TaskStatus.EXHAUSTED, "pending_run": False,
+                                           "pending_forced": None, "retry_at": None, "next_run_at": None})
+    if facts.auth == Auth.PERMANENT:
+        return Claim(Action.ERROR, due, {"status": TaskStatus.ERROR, "last_error": facts.auth_reason,
+                                         "pending_run": False, "pending_forced": None, "retry_at": None})
+    if facts.chat_busy:
+        return _overlap(task, due, now, next_after)
+    if facts.auth == Auth.TRANSIENT:
+        return _defer(task, due, now, now + dt.timedelta(seconds=limits.busy_retry_seconds), next_after,
+                      facts.auth_reason)
+    if due.trigger != Trigger.RUN_NOW_USER and limits.min_interval_seconds and task.last_fire_started_at:
+        floor = task.last_fire_started_at + dt.timedelta(seconds=limits.min_interval_seconds)
+        if now < floor:
+            return _defer(task, due, now, floor, next_after, None)
+    if limits.max_concurrent_runs and facts.in_flight >= limits.max_concurrent_runs:
+        return Claim(Action.NOTHING, due)
+    changes = _consume(task, due, now, next_after)
+    if due.trigger != Trigger.SCHEDULE or task.pending_run:
+        changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None)
+    changes.update(retry_at=None, run_count=task.run_count + 1, last_run_status=RunOutcome.RUNNING,
+                   last_fire_started_at=now)
+    return Claim(Action.DISPATCH, due, changes)
+
+
+def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> Claim:
+    """The chat has a claim in flight: coalesce into one follow-up, or record a skip."""
+    changes = _consume(task, due, now, next_after)
+    if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
+        if task.pending_run and due.trigger == Trigger.FOLLOW_UP and not changes:
+            return Claim(Action.NOTHING, due)  # already queued; the finished run wakes the loop
+        forced = due.trigger if due.trigger in FORCED else task.pending_forced
+        changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
+                       retry_at=None)
+        if not task.active_run_id:
+            changes["last_run_status"] = RunOutcome.QUEUED
+        return Claim(Action.QUEUE, due, changes)
+    return Claim(Action.SKIP, due, changes)
+
+
+def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_after: NextFn,
+           reason: str | None) -> Claim:
+    """Keep the occurrence as a pending follow-up that becomes ready at ``until``."""
+    changes = _consume(task, due, now, next_after)
+    forced = due.trigger if due.trigger in FORCED else task.pending_forced
+    changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
+                   retry_at=until)
+    if reason:
+        changes["last_error"] = reason
+    return Claim(Action.DEFER, due, changes)
+
+
+def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> tuple[RunOutcome, dict[str, object]]:
+    """A user's turn held the chat when the fire started (PromptAlreadyRunning).
+
+    queue_one (and any run-now) is re-queued durably for ``now + busy_retry``; skip records a
+    failed TaskRun. The claim is undone: nothing ran, so run_count goes back.
+    """
+    base: dict[str, object] = {"active_run_id": None, "run_count": max(0, task.run_count - 1)}
+    if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
+        forced = due.trigger if due.trigger in FORCED else None
+        base.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
+                    retry_at=now + dt.timedelta(seconds=limits.busy_retry_seconds),
+                    last_run_status=RunOutcome.QUEUED)
+        return RunOutcome.QUEUED, base
+    base.update(last_run_status=RunOutcome.FAILED, last_error="the chat was busy with another turn")
+    return RunOutcome.FAILED, base
+
+
+def has_marker(output: str) -> bool:
+    """True when the last non-empty line of the assistant text is a completion marker."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return bool(lines) and lines[-1] in MARKERS
+
+
+def backoff_seconds(failures: int, base: int, cap: int) -> int:
+    """min(base · 2^(k-1), cap) for k ≥ 1 consecutive failures."""
+    if failures <= 0 or base <= 0:
+        return 0
+    return min(base * 2 ** min(failures - 1, 40), cap) if cap else base * 2 ** min(failures - 1, 40)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finish:
+    outcome: RunOutcome
+    changes: dict[str, object]
+
+
+def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str, error: str | None,
+                  now: dt.datetime, limits: Limits) -> Finish:
+    """Record a finished fire and apply completion, bounds and back-off (SPEC §3 "Completion")."""
+    outcome = RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED
+    failures = 0 if succeeded else task.consecutive_failures + 1
+    changes: dict[str, object] = {"active_run_id": None, "last_run_status": outcome, "last_run_at": now,
+                                  "last_error": None if succeeded else (error or "the turn failed"),
+                                  "consecutive_failures": failures}
+    if task.status != TaskStatus.ACTIVE:
+        return Finish(outcome, changes)  # completed mid-run, or a forced run of a paused/ended task
+    status = _final_status(task, trigger, succeeded, output, error, failures, limits)
+    if status is not None:
+        changes.update(status=status[0], next_run_at=None, pending_run=False, pending_forced=None, retry_at=None)
+        if status[1]:
+            changes["last_error"] = status[1]
+    elif not succeeded and task.next_run_at is not None:
+        earliest = now + dt.timedelta(seconds=backoff_seconds(failures, limits.backoff_seconds,
+                                                              limits.backoff_cap_seconds))
+        changes["next_run_at"] = max(task.next_run_at, earliest)
+    return Finish(outcome, changes)
+
+
+def _final_status(task: TaskView, trigger: Trigger, succeeded: bool, output: str, error: str | None,
+                  failures: int, limits: Limits) -> tuple[TaskStatus, str | None] | None:
+    if succeeded and has_marker(output):
+        return TaskStatus.COMPLETED, None
+    if task.kind == "once" and trigger not in FORCED:
+        if succeeded:
+            return TaskStatus.COMPLETED, None
+        return TaskStatus.ERROR, f"the single run failed: {error or 'unknown error'}"
+    if task.max_runs is not None and task.run_count >= task.max_runs:
+        return TaskStatus.EXHAUSTED, None
+    if not succeeded and limits.max_consecutive_failures and failures >= limits.max_consecutive_failures:
+        return TaskStatus.ERROR, f"paused after {failures} consecutive failures"
+    return None
+
+
+ABANDONED_REASON = "scheduler stopped before the run reported completion"
+
+
+def decide_abandoned(task: TaskView, trigger: Trigger) -> dict[str, object]:
+    """A claim whose scheduler died: never re-fired; the task goes back to active, error or exhausted."""
+    changes: dict[str, object] = {"active_run_id": None, "last_run_status": RunOutcome.ABANDONED,
+                                  "last_error": ABANDONED_REASON}
+    if task.status != TaskStatus.ACTIVE:
+        return changes
+    if task.kind == "once" and trigger not in FORCED:
+        changes.update(status=TaskStatus.ERROR, next_run_at=None)
+    elif task.max_runs is not None and task.run_count >= task.max_runs:
+        changes.update(status=TaskStatus.EXHAUSTED, next_run_at=None)
+    return changes
+
+
+def envelope(name: str, prompt: str, fire_number: int, max_runs: int | None) -> str:
+    """The exact text a fire sends to the agent (SPEC §3 "Fire")."""
+    bound = "∞" if max_runs is None else str(max_runs)
+    return (
+        f'[scheduled task "{name}", fire {fire_number}/{bound}]\n\n'
+        f"{prompt}\n\n"
+        "Continue the standing task from earlier in this chat. If the standing goal\n"
+        "is complete, end your response with exactly:\n"
+        "SCHEDULE_STATUS=COMPLETE\n\n"
+        "Otherwise, report the current status and what remains. The backend will\n"
+        "manage this schedule."
+    )

@@ -1,0 +1,133 @@
+"""Tables and enums of scheduled tasks (SPEC §3): ScheduledTask, TaskRun, SchedulerInstance."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.core.models import UTCDateTime
+
+
+def _instant(nullable: bool = True, index: bool = False) -> dt.datetime:
+    return Field(default=None, sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index))
+
+
+class TaskStatus(enum.StrEnum):
+    """Life of a scheduled task."""
+
+    DRAFT = "draft"  # created by an agent; waits for a user to arm it
+    ACTIVE = "active"  # fires on its schedule
+    PAUSED = "paused"  # stopped by a user or agent; keeps its definition
+    COMPLETED = "completed"  # its goal was reached (complete-current, marker, or a once task ran)
+    EXHAUSTED = "exhausted"  # max_runs reached
+    ERROR = "error"  # paused by the system; last_error says why
+
+
+class RunOutcome(enum.StrEnum):
+    """Outcome of one fire attempt (TaskRun.status, ScheduledTask.last_run_status)."""
+
+    RUNNING = "running"  # claimed, the turn is in flight
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # overlap=skip met a busy chat
+    QUEUED = "queued"  # the chat was busy; a follow-up will fire when it frees up
+    ABANDONED = "abandoned"  # the scheduler holding the claim died
+
+
+class Overlap(enum.StrEnum):
+    """What a due occurrence does when the chat already has a claim in flight."""
+
+    QUEUE_ONE = "queue_one"  # coalesce into one follow-up fired when the chat frees up
+    SKIP = "skip"  # record a skipped run and wait for the next occurrence
+
+
+class SessionMode(enum.StrEnum):
+    """Which provider session a fire continues."""
+
+    RESUME = "resume"  # continue the chat's session
+    FRESH = "fresh"  # new session seeded with the envelope and the previous fire's output
+
+
+class CreatedBy(enum.StrEnum):
+    USER = "user"
+    AGENT = "agent"
+
+
+class Trigger(enum.StrEnum):
+    """Why a claim was made."""
+
+    SCHEDULE = "schedule"  # a regular deadline
+    FOLLOW_UP = "follow_up"  # a queued follow-up (coalesced occurrences, busy retry)
+    RUN_NOW_USER = "run_now_user"  # a user's run-now: bypasses the min-interval floor
+    RUN_NOW_AGENT = "run_now_agent"  # an agent's run-now: respects the floor
+
+
+class ScheduledTask(SQLModel, table=True):
+    __tablename__ = "scheduled_tasks"
+    __table_args__ = (sa.UniqueConstraint("chat_id", "idempotency_key", name="uq_task_chat_idempotency"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chats.id", index=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    owner: str  # the owner's email
+    name: str = Field(max_length=120)
+    prompt: str
+    schedule: str  # normalized schedule as JSON (kind once/cron/interval)
+    overlap: str = Overlap.QUEUE_ONE.value
+    session: str = SessionMode.RESUME.value
+    max_runs: int | None = None
+    run_count: int = 0
+    status: str = Field(default=TaskStatus.ACTIVE.value, index=True)
+    next_run_at: dt.datetime | None = _instant(index=True)
+    last_run_at: dt.datetime | None = _instant()
+    last_run_status: str | None = None
+    last_error: str | None = None
+    pending_run: bool = Field(default=False, index=True)
+    pending_forced: str | None = None  # the Trigger of a queued run-now, None for a regular follow-up
+    pending_occurrence_at: dt.datetime | None = _instant()
+    retry_at: dt.datetime | None = _instant(index=True)
+    active_run_id: int | None = Field(default=None, index=True)  # TaskRun id of the claim in flight
+    consecutive_failures: int = 0
+    last_fire_started_at: dt.datetime | None = _instant()
+    armed_at: dt.datetime | None = _instant()
+    created_by: str = CreatedBy.USER.value
+    idempotency_key: str | None = Field(default=None, max_length=200)
+    created_at: dt.datetime = _instant(nullable=False)
+    updated_at: dt.datetime = _instant(nullable=False)
+
+
+class TaskRun(SQLModel, table=True):
+    """One fire of one occurrence; ``(task_id, occurrence_at)`` is unique, so it fires at most once."""
+
+    __tablename__ = "task_runs"
+    __table_args__ = (sa.UniqueConstraint("task_id", "occurrence_at", name="uq_taskrun_occurrence"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(sa_column=sa.Column(sa.Integer, sa.ForeignKey("scheduled_tasks.id", ondelete="CASCADE"),
+                                             nullable=False, index=True))
+    occurrence_at: dt.datetime = _instant(nullable=False)
+    trigger: str = Trigger.SCHEDULE.value
+    status: str = Field(default=RunOutcome.RUNNING.value, index=True)
+    fire_number: int = 0
+    attempts: int = 1
+    run_id: int | None = None  # the chat Run of the turn
+    instance: str | None = Field(default=None, index=True)  # scheduler instance holding the claim
+    claimed_at: dt.datetime = _instant(nullable=False)
+    started_at: dt.datetime | None = _instant()
+    finished_at: dt.datetime | None = _instant()
+    error: str | None = None
+
+
+class SchedulerInstance(SQLModel, table=True):
+    """A scheduler process: its heartbeat is the lease on its claims and what /api/health reports."""
+
+    __tablename__ = "scheduler_instances"
+
+    id: str = Field(primary_key=True, max_length=120)
+    started_at: dt.datetime = _instant(nullable=False)
+    heartbeat_at: dt.datetime = _instant(nullable=False, index=True)
+    iterations: int = 0  # loop iterations so far, for /metrics
+    stopped_at: dt.datetime | None = _instant()
