@@ -111,8 +111,11 @@ def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
 
 
 def _consume(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> dict[str, object]:
-    """Fields that advance past a regular deadline consumed at ``now`` (from now, never replayed)."""
-    if due.trigger in FORCED:
+    """Fields that advance past a regular deadline consumed at ``now`` (from now, never replayed).
+
+    A run-now never moves a future deadline, but one that has already passed is coalesced into it.
+    """
+    if task.status != TaskStatus.ACTIVE:
         return {}
     if task.next_run_at is not None and task.next_run_at <= now:
         return {"next_run_at": next_after(now) if task.kind != "once" else None}
@@ -126,14 +129,18 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
         return Claim(Action.NOTHING)
     forced = due.trigger in FORCED
     if due.coalesce_only:  # one follow-up stands for every deadline missed meanwhile
-        return Claim(Action.QUEUE, due, {**_consume(task, due, now, next_after),
-                                         "pending_occurrence_at": due.occurrence_at})
+        return Claim(Action.QUEUE, due, _consume(task, due, now, next_after))
     if not forced and task.max_runs is not None and task.run_count >= task.max_runs:
         return Claim(Action.EXHAUST, due, {"status": TaskStatus.EXHAUSTED, "pending_run": False,
                                            "pending_forced": None, "retry_at": None, "next_run_at": None})
     if facts.auth == Auth.PERMANENT:
-        return Claim(Action.ERROR, due, {"status": TaskStatus.ERROR, "last_error": facts.auth_reason,
-                                         "pending_run": False, "pending_forced": None, "retry_at": None})
+        changes: dict[str, object] = {"last_error": facts.auth_reason, "pending_run": False,
+                                      "pending_forced": None, "retry_at": None}
+        if task.status == TaskStatus.ACTIVE:
+            changes["status"] = TaskStatus.ERROR
+        else:  # a forced run of a paused or ended task fails without changing its status
+            changes["last_run_status"] = RunOutcome.FAILED
+        return Claim(Action.ERROR, due, changes)
     if facts.chat_busy:
         return _overlap(task, due, now, next_after)
     if facts.auth == Auth.TRANSIENT:
@@ -148,8 +155,7 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
     changes = _consume(task, due, now, next_after)
     if due.trigger != Trigger.SCHEDULE or task.pending_run:
         changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None)
-    changes.update(retry_at=None, run_count=task.run_count + 1, last_run_status=RunOutcome.RUNNING,
-                   last_fire_started_at=now)
+    changes.update(retry_at=None, run_count=task.run_count + 1, last_run_status=RunOutcome.RUNNING)
     return Claim(Action.DISPATCH, due, changes)
 
 
@@ -160,12 +166,24 @@ def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> 
         if task.pending_run and due.trigger == Trigger.FOLLOW_UP and not changes:
             return Claim(Action.NOTHING, due)  # already queued; the finished run wakes the loop
         forced = due.trigger if due.trigger in FORCED else task.pending_forced
-        changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
+        changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=_pending_at(task, due),
                        retry_at=None)
         if not task.active_run_id:
             changes["last_run_status"] = RunOutcome.QUEUED
         return Claim(Action.QUEUE, due, changes)
+    if task.kind == "once":
+        changes.update(status=TaskStatus.ERROR, last_error=ONCE_SKIPPED)
     return Claim(Action.SKIP, due, changes)
+
+
+ONCE_SKIPPED = "its single occurrence was skipped: the chat was busy (overlap=skip)"
+
+
+def _pending_at(task: TaskView, due: Due) -> dt.datetime:
+    """The occurrence a follow-up stands for: the earliest one still pending (its queued row is reused)."""
+    if task.pending_run and task.pending_occurrence_at is not None:
+        return task.pending_occurrence_at
+    return due.occurrence_at
 
 
 def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_after: NextFn,
@@ -173,7 +191,7 @@ def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_
     """Keep the occurrence as a pending follow-up that becomes ready at ``until``."""
     changes = _consume(task, due, now, next_after)
     forced = due.trigger if due.trigger in FORCED else task.pending_forced
-    changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
+    changes.update(pending_run=True, pending_forced=forced, pending_occurrence_at=_pending_at(task, due),
                    retry_at=until)
     if reason:
         changes["last_error"] = reason
@@ -194,6 +212,8 @@ def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> t
                     last_run_status=RunOutcome.QUEUED)
         return RunOutcome.QUEUED, base
     base.update(last_run_status=RunOutcome.FAILED, last_error="the chat was busy with another turn")
+    if task.kind == "once" and task.status == TaskStatus.ACTIVE:
+        base.update(status=TaskStatus.ERROR, last_error="the single run failed: the chat was busy with another turn")
     return RunOutcome.FAILED, base
 
 
@@ -231,10 +251,13 @@ def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str
         changes.update(status=status[0], next_run_at=None, pending_run=False, pending_forced=None, retry_at=None)
         if status[1]:
             changes["last_error"] = status[1]
-    elif not succeeded and task.next_run_at is not None:
+    elif not succeeded:
         earliest = now + dt.timedelta(seconds=backoff_seconds(failures, limits.backoff_seconds,
                                                               limits.backoff_cap_seconds))
-        changes["next_run_at"] = max(task.next_run_at, earliest)
+        if task.next_run_at is not None:
+            changes["next_run_at"] = max(task.next_run_at, earliest)
+        if task.pending_run:
+            changes["retry_at"] = max(task.retry_at or earliest, earliest)
     return Finish(outcome, changes)
 
 

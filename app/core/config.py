@@ -6,6 +6,7 @@ Nothing else in the project reads ``os.environ``: callers receive a :class:`Sett
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,6 +39,8 @@ def _float(minimum: float) -> Callable[[str, str], float]:
             value = float(raw.strip())
         except ValueError:
             raise ConfigError(f"{name}: {raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{name}: {raw!r} is not a finite number")
         if value < minimum:
             raise ConfigError(f"{name}: {value} is below the minimum {minimum}")
         return value

@@ -236,9 +236,6 @@ def test_zero_max_consecutive_failures_disables_the_error_rule() -> None:
     assert "status" not in fail(task(consecutive_failures=40), limits=Limits(max_consecutive_failures=0))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "decide_finish applies the failure back-off only to next_run_at; a queued follow-up (pending_run, "
-    "retry_at None) fires right after the failure instead of no earlier than min(base*2^(k-1), cap) later"))
 def test_failure_backoff_also_holds_back_a_queued_follow_up() -> None:
     # The 10:05 fire ran past 10:10 and failed; the 10:10 occurrence met its own claim and was queued.
     view = task(next_run_at=at("10:15"), pending_run=True, pending_occurrence_at=at("10:10"))
