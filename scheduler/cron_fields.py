@@ -1,0 +1,273 @@
+"""Grammar of classic five-field cron expressions: text → validated, immutable field sets.
+
+The grammar is Vixie/ISC cron's (``entry.c``): numbers, ``*``, ranges ``a-b``, lists ``a,b``,
+steps ``*/n`` and ``a-b/n``, three-letter month and weekday names, 0 and 7 both Sunday, and
+the macros ``@hourly @daily @weekly @monthly @yearly`` (plus Vixie's aliases ``@annually``
+and ``@midnight``). Two deliberate refusals where classic cron silently does something the
+author almost certainly did not mean: ``a/n`` (classic cron rejects it too, some forks read it
+as ``a-max/n``) and a step longer than the field (``*/90`` minutes would fire hourly).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+MAX_EXPRESSION_LENGTH = 1000
+_DIGITS = re.compile(r"[0-9]{1,4}")
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DOW_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+# Longest length of each month; 29 for February because leap years exist.
+MAX_MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+class CronError(ValueError):
+    """The cron expression, its time zone or an argument is invalid; ``field`` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class FieldName(enum.StrEnum):
+    """The five fields of a cron expression, in order, as error messages name them."""
+
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY_OF_MONTH = "day-of-month"
+    MONTH = "month"
+    DAY_OF_WEEK = "day-of-week"
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    name: FieldName
+    low: int
+    high: int
+    names: tuple[str, ...] = ()
+    name_base: int = 0
+
+
+_BOUNDS = (
+    _Bounds(FieldName.MINUTE, 0, 59),
+    _Bounds(FieldName.HOUR, 0, 23),
+    _Bounds(FieldName.DAY_OF_MONTH, 1, 31),
+    _Bounds(FieldName.MONTH, 1, 12, _MONTH_NAMES, 1),
+    # 0-7 as in Vixie cron: 7 is Sunday too, and ``*`` spans 0-7 (so ``*/7`` is Sunday only).
+    _Bounds(FieldName.DAY_OF_WEEK, 0, 7, _DOW_NAMES, 0),
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One comma-separated item: every ``step``-th value from ``start`` to ``end`` inclusive."""
+
+    start: int
+    end: int
+    step: int
+    star: bool  # written as ``*`` or ``*/n``
+
+    @property
+    def is_single(self) -> bool:
+        return self.start == self.end and not self.star
+
+
+@dataclass(frozen=True)
+class Field:
+    """A parsed field: its text, its terms, and the sorted set of values it matches."""
+
+    name: FieldName
+    text: str
+    terms: tuple[Term, ...]
+    values: tuple[int, ...]  # sorted, day-of-week normalised to 0-6
+
+    @property
+    def star(self) -> bool:
+        """True when the field starts with ``*`` — the flag classic cron keys its rules on."""
+        return self.text.startswith("*")
+
+    @property
+    def is_every(self) -> bool:
+        """True for a plain ``*`` (or ``*/1``): every value of the field."""
+        return len(self.terms) == 1 and self.terms[0].star and self.terms[0].step == 1
+
+
+@dataclass(frozen=True)
+class CronSpec:
+    """A validated expression. Evaluation helpers are precomputed for speed."""
+
+    text: str
+    macro: str | None
+    minute: Field
+    hour: Field
+    day_of_month: Field
+    month: Field
+    day_of_week: Field
+    _day_cache: dict[tuple[int, int, int], tuple[int, ...]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+
+    @property
+    def fixed_time(self) -> bool:
+        """Neither minute nor hour starts with ``*`` (Vixie's MIN_STAR/HR_STAR flags unset)."""
+        return not (self.minute.star or self.hour.star)
+
+    @property
+    def days_and(self) -> bool:
+        """Day-of-month and day-of-week must both match (either field starts with ``*``)."""
+        return self.day_of_month.star or self.day_of_week.star
+
+    def matching_days(self, month: int, ndays: int, first_dow: int) -> tuple[int, ...]:
+        """Days of a month (of ``ndays`` days, day 1 on weekday ``first_dow``, 0 = Sunday) that match."""
+        key = (month, ndays, first_dow)
+        days = self._day_cache.get(key)
+        if days is None:
+            days = self._compute_days(month, ndays, first_dow)
+            self._day_cache[key] = days
+        return days
+
+    def _compute_days(self, month: int, ndays: int, first_dow: int) -> tuple[int, ...]:
+        if month not in self.month.values:
+            return ()
+        doms, dows = set(self.day_of_month.values), set(self.day_of_week.values)
+        both = self.days_and
+        out = []
+        for day in range(1, ndays + 1):
+            dom_ok, dow_ok = day in doms, (first_dow + day - 1) % 7 in dows
+            if (dom_ok and dow_ok) if both else (dom_ok or dow_ok):
+                out.append(day)
+        return tuple(out)
+
+    def first_time_from(self, second_of_day: int) -> int | None:
+        """The first matching hour:minute at or after ``second_of_day``, in seconds; None if none today."""
+        hours, minutes = self.hour.values, self.minute.values
+        hour, rest = divmod(second_of_day, 3600)
+        minute = -(-rest // 60)
+        i = bisect_left(hours, hour)
+        if i < len(hours) and hours[i] == hour:
+            j = bisect_left(minutes, minute)
+            if j < len(minutes):
+                return hour * 3600 + minutes[j] * 60
+            i += 1
+        if i < len(hours):
+            return hours[i] * 3600 + minutes[0] * 60
+        return None
+
+
+def parse_cron(expr: str) -> CronSpec:
+    """Parse and validate ``expr``; raises CronError naming the bad field and value."""
+    if not isinstance(expr, str):
+        raise CronError("expression", f"must be a string, not {type(expr).__name__}")
+    return _parse_cached(expr)
+
+
+@lru_cache(maxsize=2048)
+def _parse_cached(expr: str) -> CronSpec:
+    text = expr.strip()
+    if not text:
+        raise CronError("expression", "is empty")
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise CronError("expression", f"is longer than {MAX_EXPRESSION_LENGTH} characters")
+    macro = None
+    if text.startswith("@"):
+        macro = text.lower()
+        if macro not in MACROS:
+            raise CronError("expression", f"unknown macro {text!r} (use @hourly, @daily, @weekly, @monthly or @yearly)")
+        text = MACROS[macro]
+    parts = text.split()
+    if len(parts) != 5:
+        raise CronError(
+            "expression",
+            f"expected 5 fields (minute hour day-of-month month day-of-week), got {len(parts)} in {expr.strip()!r}",
+        )
+    fields = [_parse_field(bounds, part) for bounds, part in zip(_BOUNDS, parts, strict=True)]
+    spec = CronSpec(expr.strip() if macro is None else macro, macro, *fields)
+    _check_days_possible(spec)
+    return spec
+
+
+def _parse_field(bounds: _Bounds, text: str) -> Field:
+    terms = []
+    for item in text.split(","):
+        if not item:
+            raise CronError(bounds.name, f"empty list item in {text!r}")
+        terms.append(_parse_term(bounds, item))
+    values = set()
+    for term in terms:
+        values.update(range(term.start, term.end + 1, term.step))
+    if bounds.name is FieldName.DAY_OF_WEEK and 7 in values:
+        values.discard(7)
+        values.add(0)
+    return Field(bounds.name, text, tuple(terms), tuple(sorted(values)))
+
+
+def _parse_term(bounds: _Bounds, item: str) -> Term:
+    base, slash, step_text = item.partition("/")
+    star = base == "*"
+    if star:
+        start, end = bounds.low, bounds.high
+    elif "-" in base:
+        first, _, last = base.partition("-")
+        start, end = _value(bounds, first, item), _value(bounds, last, item)
+        if start > end:
+            raise CronError(bounds.name, f"range {base!r} runs backwards (write the smaller value first)")
+    else:
+        start = end = _value(bounds, base, item)
+        if slash:
+            raise CronError(
+                bounds.name,
+                f"{item!r} has a step without a range (write {base}-{bounds.high}/{step_text} or */{step_text})",
+            )
+    step = _step(bounds, step_text, item) if slash else 1
+    return Term(start, end, step, star)
+
+
+def _value(bounds: _Bounds, token: str, item: str) -> int:
+    if _DIGITS.fullmatch(token):
+        number = int(token)
+    elif token.lower() in bounds.names:
+        return bounds.names.index(token.lower()) + bounds.name_base
+    else:
+        kind = "a number or name" if bounds.names else "a number"
+        shown = token if token else item
+        raise CronError(bounds.name, f"{shown!r} is not {kind}")
+    if not bounds.low <= number <= bounds.high:
+        raise CronError(bounds.name, f"{number} is out of range {bounds.low}-{bounds.high}")
+    return number
+
+
+def _step(bounds: _Bounds, text: str, item: str) -> int:
+    span = bounds.high - bounds.low + 1
+    if not _DIGITS.fullmatch(text):
+        raise CronError(bounds.name, f"step {text!r} in {item!r} is not a number")
+    step = int(text)
+    if not 1 <= step <= span:
+        raise CronError(bounds.name, f"step {step} in {item!r} is out of range 1-{span}")
+    return step
+
+
+def _check_days_possible(spec: CronSpec) -> None:
+    """Reject day-of-month/month combinations no calendar has (``31 2``), before any search."""
+    if not spec.days_and:
+        return  # OR rule: every month has every weekday
+    months, doms = spec.month.values, spec.day_of_month.values
+    if any(day <= MAX_MONTH_DAYS[month] for month in months for day in doms):
+        return
+    raise CronError(
+        FieldName.DAY_OF_MONTH,
+        f"{spec.day_of_month.text!r} never occurs in month {spec.month.text!r}, so the expression never fires",
+    )
