@@ -58,9 +58,13 @@ class Entry:
 
     def matches(self, wall: datetime) -> bool:
         """find_jobs()'s test for one wall-clock minute."""
-        dow = (wall.weekday() + 1) % 7
-        if wall.minute not in self.minute or wall.hour not in self.hour or wall.month not in self.month:
+        return wall.minute in self.minute and wall.hour in self.hour and self.day_matches(wall)
+
+    def day_matches(self, wall: datetime) -> bool:
+        """The month and day-of-month/day-of-week part of find_jobs()'s test."""
+        if wall.month not in self.month:
             return False
+        dow = (wall.weekday() + 1) % 7
         if "dom" in self.stars or "dow" in self.stars:
             return wall.day in self.dom and dow in self.dow
         return wall.day in self.dom or dow in self.dow
@@ -175,3 +179,26 @@ def fires(runs: Iterable[Run]) -> list[int]:
 def utc_seconds(dt: datetime) -> int:
     delta = dt - EPOCH
     return delta.days * 86400 + delta.seconds
+
+
+def scan_utc(entry: Entry, after: int, count: int, limit_days: int = 2922) -> list[int]:
+    """The first ``count`` matching minutes (UTC seconds) strictly after ``after``, wall clock = UTC.
+
+    A plain scan — skipping non-matching days and hours — for checking the engine where no
+    clock ever changes. Stops ``limit_days`` after the last minute found.
+    """
+    out: list[int] = []
+    t = (after // 60 + 1) * 60
+    stop = t + limit_days * 86400
+    while len(out) < count and t <= stop:
+        wall = NAIVE_EPOCH + timedelta(seconds=t)
+        if not entry.day_matches(wall):
+            t = (t // 86400 + 1) * 86400
+        elif wall.hour not in entry.hour:
+            t = (t // 3600 + 1) * 3600
+        else:
+            if wall.minute in entry.minute:
+                out.append(t)
+                stop = t + limit_days * 86400
+            t += 60
+    return out
