@@ -1,0 +1,221 @@
+"""The admin CLI (``python -m app.manage``, SPEC §1) as real subprocesses, on SQLite and PostgreSQL.
+
+Exit codes: 0 done, 1 refused (one sentence on stderr), 2 usage or configuration error.
+Independent commands run concurrently to keep the suite fast; dependent ones run in rounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import select
+
+import app
+from app.core import auth, projects
+from app.core.clock import SystemClock
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.core.models import Chat, Project
+
+ROOT = Path(app.__file__).resolve().parent.parent
+TIMEOUT = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    code: int
+    out: str
+    err: str
+
+    def __str__(self) -> str:
+        return f"manage {' '.join(self.argv)} → {self.code}\nstdout: {self.out!r}\nstderr: {self.err!r}"
+
+
+@dataclasses.dataclass
+class Cli:
+    env: dict[str, str]
+    data_dir: Path
+    url: str  # where the CLI's database is, for checking what it did
+
+    def run(self, *argv: str) -> Result:
+        return self.run_all(argv)[0]
+
+    def run_all(self, *argvs: tuple[str, ...]) -> list[Result]:
+        return run_concurrently([(self.env, argv) for argv in argvs])
+
+
+def run_concurrently(jobs: list[tuple[dict[str, str], tuple[str, ...]]]) -> list[Result]:
+    """Start every ``python -m app.manage`` at once, then collect them in order."""
+    procs = [(argv, subprocess.Popen([sys.executable, "-m", "app.manage", *argv], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+             for env, argv in jobs]
+    results = []
+    for argv, proc in procs:
+        out, err = proc.communicate(timeout=TIMEOUT)
+        results.append(Result(tuple(argv), proc.returncode, out, err))
+    return results
+
+
+def cli_env(data_dir: Path, **variables: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}
+    env.update(PYTHONPATH=str(ROOT), CHATCRON_DATA_DIR=str(data_dir), **variables)
+    return env
+
+
+@pytest.fixture
+def cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
+    """SQLite: only CHATCRON_DATA_DIR (the default store in it); PostgreSQL: CHATCRON_DATABASE_URL too."""
+    data_dir = tmp_path / "cli-data"
+    if db_url.startswith("sqlite"):
+        yield Cli(cli_env(data_dir), data_dir, f"sqlite:///{(data_dir / 'chatcron.db').resolve()}")
+    else:
+        yield Cli(cli_env(data_dir, CHATCRON_DATABASE_URL=db_url), data_dir, db_url)
+
+
+@pytest.fixture
+def store(cli: Cli) -> Iterator[Database]:
+    db = Database(cli.url)
+    yield db
+    db.dispose()
+
+
+def refused(result: Result, *words: str) -> None:
+    """Exit 1 with one plain sentence on stderr that mentions ``words``."""
+    assert result.code == 1, result
+    assert result.out == "", result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.err, result
+    for word in words:
+        assert word in lines[0], result
+
+
+def ok(result: Result) -> str:
+    assert result.code == 0 and result.err == "", result
+    return result.out.strip()
+
+
+def schema_version(store: Database) -> tuple[set[str], str]:
+    with store.engine.connect() as conn:
+        version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
+    return set(sa.inspect(store.engine).get_table_names()), version
+
+
+def user_count(store: Database) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM users")).scalar_one()
+
+
+def test_admin_workflow(cli: Cli, store: Database) -> None:
+    assert ok(cli.run("migrate")) == "database is up to date"
+    if store.sqlite:
+        assert (cli.data_dir / "chatcron.db").is_file()  # the default store lives in the data dir
+    schema = schema_version(store)
+    assert {"users", "projects", "memberships", "chats", "runs", "events", "api_tokens"} <= schema[0]
+    alice = auth.create_user(store, SystemClock(), "alice@example.com", "password-alice")
+    bob = auth.create_user(store, SystemClock(), "bob@example.com", "password-bob")
+
+    # round 1 (concurrent): migrate again on a live database, users, refusals, a project, a token, the demo
+    (migrated_again, carol, root, duplicate, project, token, no_owner, no_project, seeded) = cli.run_all(
+        ("migrate",),
+        ("create-user", "--email", "Carol@Example.com", "--password", "password-carol"),
+        ("create-user", "--email", "root@example.com", "--password", "password-root", "--admin"),
+        ("create-user", "--email", "ALICE@example.com", "--password", "another-password"),
+        ("create-project", "--name", "Ops", "--owner", "Alice@example.com"),
+        ("create-token", "--email", "alice@example.com"),
+        ("create-project", "--name", "Orphan", "--owner", "nobody@example.com"),
+        ("grant-access", "--email", "bob@example.com", "--project", "987654"),
+        ("seed-demo",),
+    )
+    assert ok(migrated_again) == "database is up to date"
+    assert schema_version(store) == schema
+
+    assert ok(carol) == "created user carol@example.com"
+    assert ok(root) == "created user root@example.com (admin)"
+    assert auth.find_user(store, "root@example.com").is_admin
+    assert not auth.find_user(store, "carol@example.com").is_admin
+    assert auth.authenticate(store, "carol@example.com", "password-carol").email == "carol@example.com"
+    refused(duplicate, "alice@example.com", "already exists")
+    assert auth.authenticate(store, "alice@example.com", "password-alice").id == alice.id  # unchanged
+
+    pid = ok(project)
+    assert pid.isdigit(), project
+    assert (cli.data_dir / "workspaces" / pid).is_dir()
+    assert projects.get_project(store, alice, int(pid)).name == "Ops"  # the owner is a member
+    refused(no_owner, "nobody@example.com")
+    refused(no_project, "987654")
+    with store.read() as s:
+        assert sorted(p.name for p in s.exec(select(Project))) == ["Demo project", "Ops"]
+
+    plain = ok(token)
+    assert plain.startswith(auth.TOKEN_PREFIX) and len(plain.splitlines()) == 1
+    assert auth.user_for_token(store, plain).id == alice.id
+
+    assert ok(seeded) == "demo seeded; log in as demo@example.com / demo-password"
+    with store.read() as s:
+        demo = s.exec(select(Project).where(Project.name == "Demo project")).one()
+        assert [c.title for c in s.exec(select(Chat).where(Chat.project_id == demo.id))] == ["Demo chat"]
+    assert (cli.data_dir / "workspaces" / str(demo.id)).is_dir()
+    assert auth.authenticate(store, "demo@example.com", "demo-password").id == demo.owner_id
+    users = user_count(store)
+
+    # round 2 (concurrent): membership by email in any case; the demo again
+    granted, seeded_again = cli.run_all(
+        ("grant-access", "--email", "BOB@example.com", "--project", pid),
+        ("seed-demo",),
+    )
+    assert ok(granted) == f"bob@example.com can now use project {pid}"
+    assert [p.id for p in projects.list_projects(store, bob)] == [int(pid)]
+    assert ok(seeded_again) == "demo already seeded; log in as demo@example.com / demo-password"
+    assert user_count(store) == users
+    with store.read() as s:
+        assert len(list(s.exec(select(Project).where(Project.name == "Demo project")))) == 1
+
+
+def test_invalid_user_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    bad_email, short_password = run_concurrently([
+        (cli_env(data), ("create-user", "--email", "not-an-email", "--password", "password-1")),
+        (cli_env(data), ("create-user", "--email", "carol@example.com", "--password", "short")),
+    ])
+    refused(bad_email, "email", "not-an-email")
+    refused(short_password, "password")
+    store = Database(f"sqlite:///{(data / 'chatcron.db').resolve()}")
+    try:
+        upgrade(store)  # whether or not the refused commands opened the file
+        assert user_count(store) == 0
+    finally:
+        store.dispose()
+
+
+USAGE = [
+    ("no-command", ()),
+    ("missing-option", ("create-user", "--email", "a@example.com")),
+]
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    results = run_concurrently([(cli_env(tmp_path / "data"), argv) for _, argv in USAGE])
+    for (name, _), result in zip(USAGE, results, strict=True):
+        assert result.code == 2, f"{name}: {result}"
+        assert "usage:" in result.err, f"{name}: {result}"
+        assert result.out == "", f"{name}: {result}"
+
+
+BAD_CONFIG = [("CHATCRON_RUN_LEASE_SECONDS", "abc"), ("CHATCRON_PROVIDER", "gpt")]  # parse error, unknown name
+
+
+def test_bad_configuration_exits_2_naming_the_variable(tmp_path: Path) -> None:
+    results = run_concurrently([(cli_env(tmp_path / "data", **{name: value}), ("migrate",))
+                                for name, value in BAD_CONFIG])
+    for (name, _), result in zip(BAD_CONFIG, results, strict=True):
+        assert result.code == 2, result
+        assert name in result.err and "Traceback" not in result.err, result
+    assert not (tmp_path / "data" / "chatcron.db").exists()
