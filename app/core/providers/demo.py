@@ -22,8 +22,16 @@ def directives(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("/")]
 
 
+_ENVELOPE = re.compile(r'^\[scheduled task "(?P<name>.*)", fire (?P<fire>\S+)\]\n\n(?P<body>.*?)\n\nContinue the standing task',
+                       re.S)
+
+
 def reply_for(text: str) -> str:
     """The demo's reply text for a prompt (without directives' side effects)."""
+    fire = _ENVELOPE.match(text)
+    if fire:
+        said = reply_for(fire.group("body")).removeprefix("Demo agent here. ")
+        return f'Demo agent here. Scheduled task "{fire.group("name")}", fire {fire.group("fire")}. {said}'
     plain = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("/"))
     words = plain.split()
     summary = " ".join(words[:40]) + (" …" if len(words) > 40 else "")

@@ -1,0 +1,164 @@
+"""User API for scheduled tasks (SPEC §5 schedule rows)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict
+
+from app.api.deps import Id, core_of, current_user
+from app.core.clock import rfc3339
+from app.core.errors import InvalidInput
+from app.core.models import User
+from app.core.wake import DatabaseWaker
+from scheduler import timing
+from scheduler.service import Actor, TaskService
+
+router = APIRouter(prefix="/api")
+UserDep = Annotated[User, Depends(current_user)]
+
+
+def tasks_of(request: Request) -> TaskService:
+    """The process's task service, built on first use."""
+    service = getattr(request.app.state, "tasks", None)
+    if service is None:
+        core = core_of(request)
+        service = TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db))
+        request.app.state.tasks = service
+    return service
+
+
+TasksDep = Annotated[TaskService, Depends(tasks_of)]
+
+
+def task_json(t: Any) -> dict[str, Any]:
+    """A ScheduledTask as the API shows it (``enabled`` is ``status == "active"``)."""
+    schedule = json.loads(t.schedule)
+    return {
+        "id": t.id, "chat_id": t.chat_id, "project_id": t.project_id, "owner": t.owner, "name": t.name,
+        "prompt": t.prompt, "schedule": schedule, "description": describe_schedule(schedule),
+        "overlap": t.overlap, "session": t.session, "max_runs": t.max_runs, "run_count": t.run_count,
+        "status": t.status, "enabled": t.status == "active", "next_run_at": rfc3339(t.next_run_at),
+        "last_run_at": rfc3339(t.last_run_at), "last_run_status": t.last_run_status, "last_error": t.last_error,
+        "pending_run": bool(t.pending_run), "retry_at": rfc3339(t.retry_at), "active_run_id": t.active_run_id,
+        "created_by": t.created_by, "idempotency_key": t.idempotency_key,
+        "created_at": rfc3339(t.created_at), "updated_at": rfc3339(t.updated_at),
+    }
+
+
+def task_run_json(r: Any) -> dict[str, Any]:
+    return {
+        "id": r.id, "task_id": r.task_id, "occurrence_at": rfc3339(r.occurrence_at), "trigger": r.trigger,
+        "status": r.status, "fire_number": r.fire_number, "attempts": r.attempts, "run_id": r.run_id,
+        "claimed_at": rfc3339(r.claimed_at), "started_at": rfc3339(r.started_at),
+        "finished_at": rfc3339(r.finished_at), "error": r.error,
+        "duration_ms": int((r.finished_at - r.started_at).total_seconds() * 1000)
+        if r.finished_at and r.started_at else None,
+    }
+
+
+def describe_schedule(schedule: dict[str, Any]) -> str:
+    """Plain English for any schedule kind (never raises on a stored schedule)."""
+    try:
+        return timing.describe_schedule(schedule)
+    except Exception:  # a stored schedule is valid; this only guards display
+        return schedule.get("kind", "")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskIn(Strict):
+    name: Any = None
+    prompt: Any = None
+    schedule: Any = None
+    overlap: Any = "queue_one"
+    max_runs: Any = None
+    session: Any = "resume"
+    idempotency_key: Any = None
+
+
+class TaskPatch(Strict):
+    name: Any = None
+    prompt: Any = None
+    schedule: Any = None
+    overlap: Any = None
+    max_runs: Any = None
+    session: Any = None
+
+
+class PreviewIn(Strict):
+    schedule: Any = None
+
+
+def _sent(body: BaseModel) -> dict[str, Any]:
+    return body.model_dump(exclude_unset=True)
+
+
+@router.post("/schedules/preview")
+def preview(body: PreviewIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    if not isinstance(body.schedule, dict):
+        raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
+    try:
+        return timing.preview(body.schedule, tasks.clock.now())
+    except timing.ScheduleError as exc:
+        raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+
+
+@router.get("/chats/{cid}/schedules")
+def list_schedules(cid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return {"schedules": [task_json(t) for t in tasks.list(Actor(user), cid)]}
+
+
+@router.post("/chats/{cid}/schedules", status_code=201)
+def create_schedule(cid: Id, body: TaskIn, response: Response, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    data = {"overlap": "queue_one", "session": "resume", "max_runs": None, **_sent(body)}
+    task, created = tasks.create(Actor(user), cid, data)
+    if not created:
+        response.status_code = 200
+    return task_json(task)
+
+
+@router.get("/schedules/{tid}")
+def get_schedule(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.get(Actor(user), tid))
+
+
+@router.patch("/schedules/{tid}")
+def patch_schedule(tid: Id, body: TaskPatch, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.update(Actor(user), tid, _sent(body)))
+
+
+@router.delete("/schedules/{tid}", status_code=204)
+def delete_schedule(tid: Id, tasks: TasksDep, user: UserDep) -> Response:
+    tasks.delete(Actor(user), tid)
+    return Response(status_code=204)
+
+
+@router.post("/schedules/{tid}/arm")
+def arm(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.arm(Actor(user), tid))
+
+
+@router.post("/schedules/{tid}/pause")
+def pause(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.pause(Actor(user), tid))
+
+
+@router.post("/schedules/{tid}/resume")
+def resume(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.resume(Actor(user), tid))
+
+
+@router.post("/schedules/{tid}/run-now", status_code=202)
+def run_now(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.run_now(Actor(user), tid))
+
+
+@router.get("/schedules/{tid}/runs")
+def task_runs(tid: Id, tasks: TasksDep, user: UserDep,
+              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+    return {"runs": [task_run_json(r) for r in tasks.runs(Actor(user), tid, limit)]}

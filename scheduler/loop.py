@@ -1,0 +1,148 @@
+"""One loop: run everything due, then sleep until the earliest deadline (SPEC §3 "The loop").
+
+APScheduler drives it as a single job re-added for the next instant it must run: the earliest
+deadline, the next heartbeat, or *now* when a wake hint arrives. There are no per-task timers
+and no polling: between deadlines the process sleeps. If the database can be read but not
+written, the loop backs off by the busy-retry interval instead of spinning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.core.clock import Clock
+from app.core.db import Database
+from scheduler import claims
+from scheduler import decisions as d
+from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, FireRequest, TurnOutcome, Waker
+
+log = logging.getLogger("chatcron.scheduler")
+JOB_ID = "chatcron-loop"
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    instance: str
+    lease_seconds: int
+    backoff_seconds: int  # after a store error
+    history_limit: int
+    limits: d.Limits
+
+    @property
+    def beat_seconds(self) -> float:
+        return max(0.5, self.lease_seconds / 3)
+
+
+@dataclasses.dataclass
+class LoopStats:
+    iterations: int = 0
+    fires: int = 0
+    store_errors: int = 0
+    lateness_ms: list[float] = dataclasses.field(default_factory=list)  # bounded, newest last
+
+
+Schedule = Callable[[dt.datetime], None]  # ask the driver to run tick() at an instant
+
+
+class Loop:
+    def __init__(self, db: Database, clock: Clock, config: LoopConfig, executor: Executor, directory: Directory,
+                 waker: Waker, schedule: Schedule | None = None) -> None:
+        self.db, self.clock, self.config = db, clock, config
+        self.executor, self.directory, self.waker = executor, directory, waker
+        self.schedule = schedule or (lambda when: None)
+        self.stats = LoopStats()
+        self._lock = threading.Lock()
+        self._running = False
+        self._dirty = False
+        self._last_beat: dt.datetime | None = None
+        self._in_flight: dict[int, claims.Dispatch] = {}
+
+    # -- driver side -------------------------------------------------------------------------
+    def wake(self) -> None:
+        """Run the loop as soon as possible (a mutation happened somewhere)."""
+        with self._lock:
+            self._dirty = True
+            if self._running:
+                return
+        self.schedule(self.clock.now())
+
+    def tick(self) -> dt.datetime:
+        """One iteration; returns (and schedules) the instant of the next one."""
+        with self._lock:
+            self._running, self._dirty = True, False
+        when = self.clock.now()
+        try:
+            when = self._iterate()
+        except SQLAlchemyError as exc:
+            self.stats.store_errors += 1
+            when = self.clock.now() + dt.timedelta(seconds=self.config.backoff_seconds)
+            log.error("action=store_error backoff_s=%s error=%s", self.config.backoff_seconds,
+                      str(exc).splitlines()[0][:200])
+        finally:
+            with self._lock:
+                self._running = False
+                if self._dirty:
+                    when = self.clock.now()
+            self.schedule(when)
+        return when
+
+    # -- the iteration -----------------------------------------------------------------------
+    def _iterate(self) -> dt.datetime:
+        now = self.clock.now()
+        self.stats.iterations += 1
+        if self._last_beat is None or (now - self._last_beat).total_seconds() >= self.config.beat_seconds:
+            claims.heartbeat(self.db, now, self.config.instance, self.stats.iterations)
+            claims.recover(self.db, now, self.config.lease_seconds)
+            self._last_beat = now
+        for task_id in claims.due_task_ids(self.db, now):
+            dispatch = claims.claim(self.db, self.clock.now(), task_id, self.config.instance, self.directory,
+                                    self.config.limits)
+            if dispatch is not None:
+                self._start(dispatch)
+        now = self.clock.now()
+        beat = (self._last_beat or now) + dt.timedelta(seconds=self.config.beat_seconds)
+        deadline = claims.next_deadline(self.db, now)
+        return min(beat, deadline) if deadline else beat
+
+    def _start(self, dispatch: claims.Dispatch) -> None:
+        text = d.envelope(dispatch.name, dispatch.prompt, dispatch.fire_number, dispatch.max_runs)
+        request = FireRequest(task_id=dispatch.task_id, task_run_id=dispatch.task_run_id, chat_id=dispatch.chat_id,
+                              text=text, fresh_session=dispatch.fresh_session, previous_output=None)
+        now = self.clock.now()
+        try:
+            run_id = self.executor.start(request, lambda outcome: self._finished(dispatch, outcome))
+        except ChatBusy:
+            claims.release_busy(self.db, self.clock.now(), dispatch, self.config.limits)
+            return
+        except ChatGone as exc:
+            self._finished(dispatch, TurnOutcome(False, "", f"the chat is gone: {exc}"))
+            return
+        self._in_flight[dispatch.task_run_id] = dispatch
+        claims.mark_started(self.db, now, dispatch, run_id)
+        self.stats.fires += 1
+        lateness = (now - dispatch.occurrence_at).total_seconds() * 1000
+        if dispatch.trigger == d.Trigger.SCHEDULE:
+            self.stats.lateness_ms = [*self.stats.lateness_ms[-999:], lateness]
+        log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s lateness_ms=%.1f",
+                 dispatch.task_id, dispatch.task_run_id, run_id, dispatch.chat_id, lateness)
+
+    def _finished(self, dispatch: claims.Dispatch, outcome: TurnOutcome) -> None:
+        self._in_flight.pop(dispatch.task_run_id, None)
+        try:
+            result = claims.finish(self.db, self.clock.now(), dispatch.task_run_id, outcome.succeeded,
+                                   outcome.output, outcome.error, self.config.limits, self.config.history_limit)
+            log.info("action=fire_finished task_id=%s task_run_id=%s outcome=%s", dispatch.task_id,
+                     dispatch.task_run_id, result.value if result else "already-released")
+        except SQLAlchemyError:
+            log.exception("action=finish_failed task_run_id=%s", dispatch.task_run_id)
+        self.waker.notify()  # a freed chat may have a queued follow-up; other schedulers too
+        self.wake()
+
+    def in_flight(self) -> list[claims.Dispatch]:
+        return list(self._in_flight.values())

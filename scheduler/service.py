@@ -1,0 +1,343 @@
+"""Task lifecycle: create, update, arm, pause, resume, run-now, delete, complete (SPEC §3, §5).
+
+Every function validates everything first and then writes in one transaction, so refused input
+changes nothing. Callers pass an :class:`Actor`; agents are fenced to their grant's chat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, func, select
+
+from app.core import chats as chat_service
+from app.core.clock import Clock
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.core.models import User
+from scheduler import timing
+from scheduler.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
+from scheduler.protocols import NullWaker, Waker
+
+MAX_NAME = 120
+MAX_KEY = 200
+EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session")
+
+
+class QuotaExceeded(Conflict):
+    """The project has reached its quota of scheduled tasks."""
+
+    code = "quota_exceeded"
+
+
+@dataclasses.dataclass(frozen=True)
+class Actor:
+    """Who asks: a user, or an agent acting for a user inside one chat."""
+
+    user: User
+    agent_chat_id: int | None = None  # set for agents: fenced to this chat
+
+    @property
+    def is_agent(self) -> bool:
+        return self.agent_chat_id is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """A validated definition, ready to store."""
+
+    name: str
+    prompt: str
+    schedule: Any
+    schedule_json: str
+    overlap: Overlap
+    session: SessionMode
+    max_runs: int | None
+
+
+class TaskService:
+    def __init__(self, db: Database, clock: Clock, settings: Settings, waker: Waker | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.waker = waker or NullWaker()
+
+    # -- validation --------------------------------------------------------------------------
+    def validate(self, body: dict[str, Any], partial_of: ScheduledTask | None = None) -> TaskSpec:
+        """Check a create body (or a PATCH merged onto ``partial_of``); raises InvalidInput naming the field."""
+        merged = dict(body)
+        if partial_of is not None:
+            current = {"name": partial_of.name, "prompt": partial_of.prompt,
+                       "schedule": json.loads(partial_of.schedule), "overlap": partial_of.overlap,
+                       "max_runs": partial_of.max_runs, "session": partial_of.session}
+            merged = {**current, **body}
+        name = _text(merged.get("name"), "name", MAX_NAME)
+        prompt = _prompt(merged.get("prompt"), self.settings.prompt_max_bytes)
+        raw = merged.get("schedule")
+        if not isinstance(raw, dict):
+            raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
+        try:
+            schedule = timing.parse_schedule(raw)
+            if partial_of is None or "schedule" in body:
+                self._check_timing(schedule)
+        except timing.ScheduleError as exc:
+            raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+        return TaskSpec(name=name, prompt=prompt, schedule=schedule,
+                        schedule_json=json.dumps(timing.schedule_to_dict(schedule), sort_keys=True),
+                        overlap=_enum(Overlap, merged.get("overlap", Overlap.QUEUE_ONE.value), "overlap"),
+                        session=_enum(SessionMode, merged.get("session", SessionMode.RESUME.value), "session"),
+                        max_runs=_max_runs(merged.get("max_runs")))
+
+    def _check_timing(self, schedule: Any) -> None:
+        now = self.clock.now()
+        if schedule.kind == "once" and schedule.at <= now:
+            raise timing.ScheduleError("schedule.at", "must be in the future")
+        timing.validate_min_interval(schedule, self.settings.min_interval_seconds)
+        if schedule.kind == "cron":
+            timing.next_occurrence(schedule, now)  # raises for a never-firing expression
+
+    # -- reads -------------------------------------------------------------------------------
+    def _chat_for(self, actor: Actor, chat_id: int) -> Any:
+        if actor.is_agent and actor.agent_chat_id != chat_id:
+            raise NotFound(f"no chat with id {chat_id}")
+        return chat_service.get_chat(self.db, actor.user, chat_id)
+
+    def get(self, actor: Actor, task_id: int) -> ScheduledTask:
+        """The task if the actor can see its chat (agents: only their own chat); NotFound otherwise."""
+        with self.db.read() as s:
+            task = s.get(ScheduledTask, task_id)
+        if task is None:
+            raise NotFound(f"no schedule with id {task_id}")
+        try:
+            self._chat_for(actor, task.chat_id)
+        except NotFound:
+            raise NotFound(f"no schedule with id {task_id}") from None
+        return task
+
+    def list(self, actor: Actor, chat_id: int) -> list[ScheduledTask]:
+        self._chat_for(actor, chat_id)
+        with self.db.read() as s:
+            return list(s.exec(select(ScheduledTask).where(ScheduledTask.chat_id == chat_id)
+                               .order_by(ScheduledTask.id)))
+
+    def runs(self, actor: Actor, task_id: int, limit: int = 50) -> list[TaskRun]:
+        self.get(actor, task_id)
+        with self.db.read() as s:
+            return list(s.exec(select(TaskRun).where(TaskRun.task_id == task_id)
+                               .order_by(TaskRun.id.desc()).limit(max(1, min(limit, 500)))))
+
+    # -- writes ------------------------------------------------------------------------------
+    def create(self, actor: Actor, chat_id: int, body: dict[str, Any]) -> tuple[ScheduledTask, bool]:
+        """Create a task (user: active, agent: draft); returns (task, created). A repeated
+        idempotency_key in the same chat returns the existing task with created=False."""
+        chat = self._chat_for(actor, chat_id)
+        if chat.project_id is None:
+            raise InvalidInput("chat_id", "loose chats cannot have schedules; move the chat into a project")
+        key = body.get("idempotency_key")
+        if key is not None:
+            key = _text(key, "idempotency_key", MAX_KEY)
+            existing = self._by_key(chat_id, key)
+            if existing is not None:
+                return existing, False
+        spec = self.validate({k: v for k, v in body.items() if k != "idempotency_key"})
+        now = self.clock.now()
+        status = TaskStatus.DRAFT if actor.is_agent else TaskStatus.ACTIVE
+        task = ScheduledTask(
+            chat_id=chat_id, project_id=chat.project_id, owner=actor.user.email, name=spec.name, prompt=spec.prompt,
+            schedule=spec.schedule_json, overlap=spec.overlap.value, session=spec.session.value,
+            max_runs=spec.max_runs, status=status.value, idempotency_key=key,
+            created_by=(CreatedBy.AGENT if actor.is_agent else CreatedBy.USER).value,
+            armed_at=None if actor.is_agent else now, created_at=now, updated_at=now,
+            next_run_at=None if actor.is_agent else timing.next_occurrence(spec.schedule, now, armed_at=now),
+        )
+        try:
+            with self.db.write() as s:
+                self._check_quota(s, chat.project_id)
+                s.add(task)
+                s.flush()
+        except IntegrityError:
+            existing = self._by_key(chat_id, key) if key else None
+            if existing is None:
+                raise
+            return existing, False
+        self.waker.notify()
+        return task, True
+
+    def _by_key(self, chat_id: int, key: str) -> ScheduledTask | None:
+        with self.db.read() as s:
+            return s.exec(select(ScheduledTask).where(ScheduledTask.chat_id == chat_id,
+                                                      ScheduledTask.idempotency_key == key)).first()
+
+    def _check_quota(self, s: Session, project_id: int) -> None:
+        limit = self.settings.max_tasks_per_project
+        if not limit:
+            return
+        count = s.exec(select(func.count()).select_from(ScheduledTask)
+                       .where(ScheduledTask.project_id == project_id)).one()
+        if count >= limit:
+            raise QuotaExceeded(f"the project already has {count} schedules (limit {limit}); delete some first")
+
+    def update(self, actor: Actor, task_id: int, body: dict[str, Any]) -> ScheduledTask:
+        """Edit the definition (users only; agents may rename). A new schedule recomputes next_run_at from now."""
+        task = self.get(actor, task_id)
+        if actor.is_agent and set(body) - {"name"}:
+            raise Forbidden("an agent may only rename a schedule; a user must change its definition")
+        unknown = sorted(set(body) - set(EDITABLE))
+        if unknown:
+            raise InvalidInput(unknown[0], "unknown field")
+        spec = self.validate(body, partial_of=task)
+        now = self.clock.now()
+
+        def change(row: ScheduledTask) -> None:
+            row.name, row.prompt, row.overlap, row.session = spec.name, spec.prompt, spec.overlap.value, \
+                spec.session.value
+            row.max_runs = spec.max_runs
+            if "schedule" in body:
+                row.schedule = spec.schedule_json
+                if row.status == TaskStatus.ACTIVE.value:
+                    row.armed_at = now
+                    row.next_run_at = timing.next_occurrence(spec.schedule, now, armed_at=now)
+
+        return self._mutate(task_id, change)
+
+    def arm(self, actor: Actor, task_id: int) -> ScheduledTask:
+        """draft → active; only a user may arm."""
+        if actor.is_agent:
+            raise Forbidden("only a user can arm or resume a schedule")
+        task = self.get(actor, task_id)
+        if task.status != TaskStatus.DRAFT.value:
+            raise Conflict(f"only a draft can be armed; this schedule is {task.status}")
+        return self._mutate(task_id, self._activate, expect=(TaskStatus.DRAFT,))
+
+    def resume(self, actor: Actor, task_id: int) -> ScheduledTask:
+        """paused / error / exhausted → active, next occurrence from now (nothing replayed); users only."""
+        if actor.is_agent:
+            raise Forbidden("only a user can arm or resume a schedule")
+        task = self.get(actor, task_id)
+        allowed = (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED)
+        if task.status not in {s.value for s in allowed}:
+            raise Conflict(f"only a paused, error or exhausted schedule can be resumed; this one is {task.status}")
+        if task.max_runs is not None and task.run_count >= task.max_runs:
+            raise Conflict(f"it has used all {task.max_runs} runs; raise max_runs first")
+        return self._mutate(task_id, self._activate, expect=allowed)
+
+    def _activate(self, row: ScheduledTask) -> None:
+        now = self.clock.now()
+        schedule = timing.parse_schedule(json.loads(row.schedule))
+        next_at = timing.next_occurrence(schedule, now, armed_at=now)
+        if next_at is None:
+            raise Conflict("its time has passed; edit the schedule first")
+        row.status, row.armed_at, row.next_run_at = TaskStatus.ACTIVE.value, now, next_at
+        row.consecutive_failures, row.retry_at = 0, None
+
+    def pause(self, actor: Actor, task_id: int) -> ScheduledTask:
+        """active / error → paused (idempotent); a pending regular follow-up is dropped."""
+        task = self.get(actor, task_id)
+        if task.status == TaskStatus.PAUSED.value:
+            return task
+        allowed = (TaskStatus.ACTIVE, TaskStatus.ERROR)
+        if task.status not in {s.value for s in allowed}:
+            raise Conflict(f"only an active schedule can be paused; this one is {task.status}")
+
+        def change(row: ScheduledTask) -> None:
+            row.status = TaskStatus.PAUSED.value
+            if row.pending_forced is None:
+                row.pending_run, row.pending_occurrence_at, row.retry_at = False, None, None
+
+        return self._mutate(task_id, change, expect=allowed)
+
+    def run_now(self, actor: Actor, task_id: int) -> ScheduledTask:
+        """Ask for one fire as soon as possible, without moving the regular deadline or the status."""
+        task = self.get(actor, task_id)
+        if task.status == TaskStatus.DRAFT.value:
+            raise Conflict("a draft cannot run; a user must arm it first")
+        trigger = Trigger.RUN_NOW_AGENT if actor.is_agent else Trigger.RUN_NOW_USER
+        now = self.clock.now()
+
+        def change(row: ScheduledTask) -> None:
+            row.pending_run, row.pending_forced, row.pending_occurrence_at = True, trigger.value, now
+            row.retry_at = None
+
+        return self._mutate(task_id, change)
+
+    def delete(self, actor: Actor, task_id: int) -> None:
+        """Delete the task and its history; a pending fire is cancelled, a running turn finishes."""
+        self.get(actor, task_id)
+        with self.db.write() as s:
+            s.exec(sa.delete(TaskRun).where(TaskRun.task_id == task_id))
+            s.exec(sa.delete(ScheduledTask).where(ScheduledTask.id == task_id))
+        self.waker.notify()
+
+    def complete(self, task_id: int, task_run_id: int, reason: str | None = None) -> ScheduledTask:
+        """Claim-checked completion from inside a fired turn: the run must be the task's active claim."""
+        with self.db.write() as s:
+            row = s.get(ScheduledTask, task_id)
+            if row is None:
+                raise NotFound(f"no schedule with id {task_id}")
+            if row.active_run_id is None or row.active_run_id != task_run_id:
+                raise Conflict("this turn no longer holds the schedule's claim; nothing was completed")
+            row.status = TaskStatus.COMPLETED.value
+            row.next_run_at, row.pending_run, row.pending_forced, row.retry_at = None, False, None, None
+            row.last_error = None
+            row.updated_at = self.clock.now()
+            s.add(row)
+            s.flush()
+        self.waker.notify()
+        return row
+
+    def _mutate(self, task_id: int, change, expect: tuple[TaskStatus, ...] | None = None) -> ScheduledTask:  # noqa: ANN001
+        with self.db.write() as s:
+            row = s.exec(select(ScheduledTask).where(ScheduledTask.id == task_id)
+                         .with_for_update() if not self.db.sqlite else
+                         select(ScheduledTask).where(ScheduledTask.id == task_id)).first()
+            if row is None:
+                raise NotFound(f"no schedule with id {task_id}")
+            if expect is not None and row.status not in {e.value for e in expect}:
+                raise Conflict(f"the schedule changed meanwhile; it is now {row.status}")
+            change(row)
+            row.updated_at = self.clock.now()
+            s.add(row)
+            s.flush()
+        self.waker.notify()
+        return row
+
+
+def _text(value: object, field: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string")
+    text = value.strip()
+    if not text:
+        raise InvalidInput(field, "must not be empty")
+    if len(text) > limit:
+        raise InvalidInput(field, f"must be at most {limit} characters")
+    return text
+
+
+def _prompt(value: object, max_bytes: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("prompt", "must be a non-empty string")
+    if len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise InvalidInput("prompt", f"must be at most {max_bytes} bytes of UTF-8")
+    return value
+
+
+def _enum(cls, value: object, field: str):  # noqa: ANN001, ANN202
+    try:
+        return cls(value)
+    except ValueError:
+        raise InvalidInput(field, f"must be one of {', '.join(m.value for m in cls)}") from None
+
+
+def _max_runs(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+        raise InvalidInput("max_runs", "must be a whole number from 1 to 1000000, or null")
+    return value
+
+

@@ -1,0 +1,169 @@
+"""When schedules fire: the next occurrence of once / cron / interval schedules, and the
+minimum-interval rule of SPEC §3 computed exactly from the cron field sets and the zone.
+
+All instants in and out are aware datetimes; results are in UTC. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from scheduler.cron import HORIZON_DAYS, CronError, next_fire_times, parse_cron
+from scheduler.cron_gaps import Gap, min_gap
+from scheduler.cron_zone import EPOCH, load_zone
+from scheduler.schedules import (
+    CronSchedule,
+    IntervalSchedule,
+    OnceSchedule,
+    Schedule,
+    ScheduleError,
+    ScheduleKind,
+    describe_schedule,
+    format_instant,
+    parse_instant,
+    parse_schedule,
+    schedule_error_from,
+    schedule_to_dict,
+)
+
+__all__ = [
+    "CronSchedule",
+    "IntervalSchedule",
+    "OnceSchedule",
+    "Schedule",
+    "ScheduleError",
+    "ScheduleKind",
+    "describe_schedule",
+    "format_instant",
+    "min_gap_seconds",
+    "min_gap_detail",
+    "next_occurrence",
+    "next_occurrences",
+    "parse_instant",
+    "parse_schedule",
+    "preview",
+    "schedule_to_dict",
+    "validate_min_interval",
+]
+
+# Without a start instant the minimum-interval analysis covers these wall dates: every
+# transition a zone has had since 1970 and every one its current rules give until 2100.
+_DEFAULT_FIRST_DAY = date(1970, 1, 1)
+_DEFAULT_LAST_DAY = date(2099, 12, 31)
+
+
+def next_occurrence(schedule: Schedule, after: datetime, armed_at: datetime | None = None) -> datetime | None:
+    """The first occurrence strictly after ``after`` (aware UTC), or None when there is none.
+
+    * once: ``at`` if ``after < at``, else None.
+    * interval of N s: the grid ``armed_at + k·N`` for k ≥ 1 — the first point after ``after``
+      — so fires do not drift by the time each run takes. Without ``armed_at``, ``after + N``
+      (``after`` is taken as the arming instant).
+    * cron: the first fire time of the expression in its zone (classic cron rules).
+
+    Raises ScheduleError (field ``schedule.cron``) for a cron schedule with no occurrence
+    within 8 years, TypeError for a naive ``after`` or ``armed_at``.
+    """
+    found = next_occurrences(schedule, after, 1, armed_at=armed_at)
+    return found[0] if found else None
+
+
+def next_occurrences(
+    schedule: Schedule, after: datetime, count: int, armed_at: datetime | None = None
+) -> list[datetime]:
+    """Up to ``count`` occurrences strictly after ``after``, ascending, aware UTC (rules as next_occurrence)."""
+    _require_aware(after, "after")
+    if isinstance(schedule, OnceSchedule):
+        return [schedule.at] if after < schedule.at and count > 0 else []
+    if isinstance(schedule, IntervalSchedule):
+        step = timedelta(seconds=schedule.every_seconds)
+        if armed_at is None:
+            base, k = after, 1
+        else:
+            _require_aware(armed_at, "armed_at")
+            base, k = armed_at, max((after - armed_at) // step + 1, 1)
+        return [(base + (k + i) * step).astimezone(UTC) for i in range(count)]
+    try:
+        return next_fire_times(schedule.cron, schedule.timezone, after, count)
+    except CronError as exc:
+        raise schedule_error_from(exc) from None
+
+
+def min_gap_seconds(expr: str, tz: str, *, start: datetime | None = None, years: int = 8) -> int | None:
+    """Exact smallest distance in seconds between two consecutive fires of ``expr`` in zone ``tz``.
+
+    Covers the fires whose local dates fall in the ``years`` years from ``start`` (the
+    scheduler's 8-year horizon); without ``start``, every date from 1970 through 2099 — the
+    conservative answer to "can they ever be closer". Daylight-saving compression is included:
+    ``0,59 1,3 * * *`` in America/New_York is 61 minutes apart on ordinary days but 60 s apart
+    when 01:59 EST is followed by the 02:00 jump to 03:00 EDT. None when fewer than two fires
+    fall in the window. Raises CronError for an invalid expression or zone.
+    """
+    gap = min_gap_detail(expr, tz, start=start, years=years)
+    return None if gap is None else gap.seconds
+
+
+def min_gap_detail(expr: str, tz: str, *, start: datetime | None = None, years: int = 8) -> Gap | None:
+    """As min_gap_seconds, with the UTC second of the later fire when a clock change causes the minimum."""
+    parse_cron(expr)
+    timeline = load_zone(tz)
+    if start is None:
+        first, last = _DEFAULT_FIRST_DAY.toordinal(), _DEFAULT_LAST_DAY.toordinal()
+    else:
+        _require_aware(start, "start")
+        first = start.astimezone(timeline.zone).toordinal()
+        last = first + round(years * HORIZON_DAYS / 8)
+    return _min_gap_cached(expr, tz, first, min(last, date.max.toordinal() - 1))
+
+
+@lru_cache(maxsize=256)
+def _min_gap_cached(expr: str, tz: str, first: int, last: int) -> Gap | None:
+    return min_gap(parse_cron(expr), load_zone(tz), first, last)
+
+
+def validate_min_interval(schedule: Schedule, floor_seconds: int, *, now: datetime | None = None) -> None:
+    """Reject a schedule whose occurrences can ever be closer than ``floor_seconds`` (0 disables).
+
+    Interval schedules below the floor fail on ``schedule.every_seconds``; cron schedules fail
+    on ``schedule`` with the smallest spacing and, when a clock change causes it, where. Cron
+    spacing covers the 8 years from ``now`` when given, else 1970-2099 (see min_gap_seconds).
+    """
+    if floor_seconds <= 0:
+        return
+    if isinstance(schedule, IntervalSchedule):
+        if schedule.every_seconds < floor_seconds:
+            raise ScheduleError(
+                "schedule.every_seconds",
+                f"{schedule.every_seconds} s is below the minimum interval of {floor_seconds} s",
+            )
+        return
+    if not isinstance(schedule, CronSchedule):
+        return
+    try:
+        gap = min_gap_detail(schedule.cron, schedule.timezone, start=now)
+    except CronError as exc:
+        raise schedule_error_from(exc) from None
+    if gap is not None and gap.seconds < floor_seconds:
+        where = ""
+        if gap.at is not None:
+            where = f" (at {format_instant(EPOCH + timedelta(seconds=gap.at))}, a clock change in {schedule.timezone})"
+        raise ScheduleError(
+            "schedule",
+            f"{schedule.cron!r} can fire {gap.seconds} s apart{where}, below the minimum interval of {floor_seconds} s",
+        )
+
+
+def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None) -> dict[str, Any]:
+    """The next ``count`` fires of an API schedule dict with its description; see scheduler.preview."""
+    from scheduler.preview import preview as build  # preview builds on this module: import late, no cycle
+
+    return build(schedule, now, count, display_timezone)
+
+
+def _require_aware(value: datetime, name: str) -> None:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a datetime, not {type(value).__name__}")
+    if value.utcoffset() is None:
+        raise TypeError(f"{name} must be timezone-aware")
