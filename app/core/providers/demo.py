@@ -22,8 +22,8 @@ def directives(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("/")]
 
 
-_ENVELOPE = re.compile(r'^\[scheduled task "(?P<name>.*)", fire (?P<fire>\S+)\]\n\n(?P<body>.*?)\n\nContinue the standing task',
-                       re.S)
+_ENVELOPE = re.compile(
+    r'^\[scheduled task "(?P<name>.*)", fire (?P<fire>\S+)\]\n\n(?P<body>.*?)\n\nContinue the standing task', re.S)
 
 
 def reply_for(text: str) -> str:
