@@ -55,7 +55,7 @@ def min_gap(spec: CronSpec, timeline: ZoneTimeline, first_day: int, last_day: in
     for group in _groups(timeline, days, times):
         walls = _walls_between(days, times, group.first, group.last)
         for a, b in pairwise(walls):
-            pass
+            counts[b - a] -= 1
         for (i1, w1), (i2, w2) in pairwise(_realize(spec, walls, group.transitions)):
             if i2 - i1 == w2 - w1:
                 counts[i2 - i1] += 1
