@@ -9,6 +9,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
 from app.core import auth, chats, projects
 from app.core.config import ConfigError
 from app.core.context import Core, build_core
@@ -83,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(sys.argv[1:] if argv is None else argv, core)
     except (ChatcronError, NotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (OperationalError, ProgrammingError) as exc:
+        reason = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+        print(f"error: the database is not ready ({reason}); run `python -m app.manage migrate` first",
+              file=sys.stderr)
         return 1
     finally:
         core.db.dispose()

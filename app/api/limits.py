@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 API_PREFIXES = ("/api/", "/agent-api/", "/auth/")
 
-
-class _TooLarge(Exception):
-    pass
 
 
 class BodyLimit:
@@ -29,7 +27,6 @@ class BodyLimit:
             await self._reject(send)
             return
         seen = 0
-        started = False
 
         async def limited_receive() -> Message:
             nonlocal seen
@@ -37,19 +34,11 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge
+                    # FastAPI passes an HTTPException through its body reader; the error handler answers 413.
+                    raise HTTPException(413, f"body: larger than {self.max_bytes} bytes")
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
+        await self.app(scope, limited_receive, send)
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps({"error": {"code": "too_large",

@@ -7,6 +7,7 @@ followed by a constant-time comparison.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import re
@@ -23,8 +24,14 @@ from app.core.errors import AlreadyExists, InvalidCredentials, InvalidInput, Not
 from app.core.models import ApiToken, SessionKind, User, WebSession
 
 _hasher = PasswordHasher()
-# Verified against when the email is unknown, so both failures cost the same time.
-_DUMMY_HASH = _hasher.hash("chatcron-no-such-user")
+
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Verified against when the email is unknown, so both failures cost the same time."""
+    return _hasher.hash("chatcron-no-such-user")
+
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
 TOKEN_PREFIX = "cct_"
@@ -79,7 +86,7 @@ def authenticate(db: Database, email: str, password: str) -> User:
     with db.read() as s:
         user = s.exec(select(User).where(User.email == address)).first()
     try:
-        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password or "")
+        _hasher.verify(user.password_hash if user else _dummy_hash(), password or "")
     except (VerificationError, InvalidHashError):
         raise InvalidCredentials() from None
     if user is None:

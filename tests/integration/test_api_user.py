@@ -504,9 +504,6 @@ def test_streamed_body_under_the_limit_is_accepted(world: World, small_client: T
     assert response.status_code == 201
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "limits.py raises _TooLarge inside receive(); FastAPI's body parser turns any exception into "
-    "400 'There was an error parsing the body' before BodyLimit can answer 413"))
 def test_streamed_body_over_the_limit_is_413(shared: World) -> None:
     before = row_counts(shared.core)
     with client_for(shared.core, LIMIT) as client:
