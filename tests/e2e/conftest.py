@@ -65,6 +65,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server.manage("migrate")
     server.manage("seed-demo")
     log = data / "web.log"
+    with (data / "scheduler.log").open("w") as out:
+        scheduler = subprocess.Popen([sys.executable, "-m", "scheduler"], cwd=ROOT, env=env, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
     with log.open("w") as out:
         proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "reflex"), "run", "--env", "prod", "--frontend-port", str(port),
@@ -75,12 +78,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         _wait_healthy(server.url, proc, log)
         yield server
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        for child in (proc, scheduler):
+            os.killpg(child.pid, signal.SIGTERM)
+        for child in (proc, scheduler):
+            try:
+                child.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait(10)
 
 
 @pytest.fixture(scope="session")

@@ -67,17 +67,36 @@ def test_a_second_tab_sees_the_same_turn_live(page: Page, context, browser) -> N
     other.close()
 
 
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+    request = urllib.request.Request(
+        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method,
+    )
+    with urllib.request.urlopen(request) as response:
+        assert response.status in (200, 201, 202, 204)
+        return json.loads(response.read() or b"{}")
+
+
 def test_a_turn_started_through_the_api_appears_live(page: Page, server) -> None:  # noqa: ANN001
     login(page)
     chat_id = page.url.rstrip("/").split("/")[-1]
     token = server.manage("create-token", "--email", "demo@example.com")
-    request = urllib.request.Request(
-        f"{server.url}/api/chats/{chat_id}/prompts", data=json.dumps({"text": "sent by another process"}).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method="POST",
-    )
-    with urllib.request.urlopen(request) as response:
-        assert response.status == 202
+    _api(server, token, "POST", f"/api/chats/{chat_id}/prompts", {"text": "sent by another process"})
     expect(page.locator(REPLY).last).to_have_text("Demo agent here. You said: sent by another process")
+
+
+def test_a_scheduled_fire_streams_into_the_open_page(page: Page, server) -> None:  # noqa: ANN001
+    login(page)
+    chat_id = page.url.rstrip("/").split("/")[-1]
+    token = server.manage("create-token", "--email", "demo@example.com")
+    task = _api(server, token, "POST", f"/api/chats/{chat_id}/schedules", {
+        "name": "standup", "prompt": "collect the news", "schedule": {"kind": "interval", "every_seconds": 3600}})
+    _api(server, token, "POST", f"/api/schedules/{task['id']}/run-now")
+    fired = page.locator('[data-testid=event][data-type=scheduled_prompt]').last
+    expect(fired).to_contain_text('[scheduled task "standup", fire 1/∞]')
+    expect(page.locator(REPLY).last).to_have_text(
+        'Demo agent here. Scheduled task "standup", fire 1/∞. You said: collect the news')
+    _api(server, token, "DELETE", f"/api/schedules/{task['id']}")
 
 
 def test_a_prompt_while_the_agent_works_is_refused_visibly(page: Page) -> None:
