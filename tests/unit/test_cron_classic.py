@@ -165,3 +165,16 @@ def test_a_day_repeated_by_a_large_step_back_fires_fixed_time_jobs_once_where_cl
     assert len([f for f in classic if f < utc_seconds(datetime(1969, 10, 2, tzinfo=UTC))]) == 2
     got = next_fire_times("0 12 * * *", "Pacific/Kwajalein", datetime(1969, 9, 29, 12, tzinfo=UTC), 2)
     assert [f.isoformat() for f in got] == ["1969-09-30T01:00:00+00:00", "1969-10-02T00:00:00+00:00"]
+
+
+def test_the_reference_runs_skipped_minutes_of_a_small_jump_for_every_job() -> None:
+    # No zone has jumped by 2-5 minutes since 1952; a synthetic clock exercises the "small" case.
+    jump = 600
+
+    def offset(t: int) -> int:
+        return 0 if t < jump else 180
+
+    runs = simulate_many([parse("* * * * *"), parse("11 0 * * *")], offset, 0, 1200)
+    assert [r.at for r in runs[0]][:12] == [60 * k for k in range(1, 10)] + [jump, 660, 720]
+    assert [(r.at, r.queued) for r in runs[0] if r.at == jump] == [(jump, 4)]  # 00:10 to 00:13 all run
+    assert [r.at for r in runs[1]] == [jump]  # 00:11 was skipped, run late
