@@ -22,6 +22,10 @@ class PromptExecutor:
     def __init__(self, prompts: PromptService) -> None:
         self.prompts = prompts
 
+    def _owner_id(self, email: str) -> int | None:
+        with self.prompts.db.read() as s:
+            return s.exec(select(User.id).where(User.email == email)).first()
+
     def start(self, request: FireRequest, on_done: Callable[[TurnOutcome], None]) -> int:
         def finished(result: RunResult) -> None:
             on_done(TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error))
@@ -31,7 +35,8 @@ class PromptExecutor:
             text += f"\n\nOutput of the previous fire:\n{request.previous_output}"
         try:
             handle = self.prompts.start(request.chat_id, text, source=RunSource.SCHEDULE, task_id=request.task_id,
-                                        run_id=request.task_run_id, shown_prompt=request.text,
+                                        run_id=request.task_run_id, owner_id=self._owner_id(request.owner),
+                                        shown_prompt=request.text,
                                         fresh_session=request.fresh_session, on_finish=finished)
         except PromptAlreadyRunning:
             raise ChatBusy() from None

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from app.core.db import Database
-from app.core.models import Chat
+from app.core.models import Chat, Run
 from scheduler import decisions as d
 from scheduler.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler.protocols import Directory
@@ -34,6 +34,7 @@ class Dispatch:
     task_id: int
     task_run_id: int
     chat_id: int
+    owner: str
     occurrence_at: dt.datetime
     trigger: Trigger
     fire_number: int
@@ -41,6 +42,7 @@ class Dispatch:
     prompt: str
     max_runs: int | None
     fresh_session: bool
+    previous_output: str | None = None  # seeds a fresh session: the last fire's reply
 
 
 def _apply(task: ScheduledTask, changes: dict[str, object], now: dt.datetime) -> None:
@@ -142,9 +144,18 @@ def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.dateti
     s.add(task)
     log.info("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
-    return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, occurrence_at=due.occurrence_at,
+    return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
+                    occurrence_at=due.occurrence_at,
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
-                    max_runs=task.max_runs, fresh_session=task.session == "fresh")
+                    max_runs=task.max_runs, fresh_session=task.session == "fresh",
+                    previous_output=_previous_output(s, task) if task.session == "fresh" else None)
+
+
+def _previous_output(s: Session, task: ScheduledTask) -> str | None:
+    """The reply of the task's latest fire that reached the chat, for a fresh session's seed."""
+    row = s.exec(select(Run.output).join(TaskRun, TaskRun.run_id == Run.id)
+                 .where(TaskRun.task_id == task.id).order_by(TaskRun.id.desc()).limit(1)).first()
+    return row or None
 
 
 def mark_started(db: Database, now: dt.datetime, dispatch: Dispatch, run_id: int) -> None:

@@ -113,7 +113,8 @@ class Loop:
     def _start(self, dispatch: claims.Dispatch) -> None:
         text = d.envelope(dispatch.name, dispatch.prompt, dispatch.fire_number, dispatch.max_runs)
         request = FireRequest(task_id=dispatch.task_id, task_run_id=dispatch.task_run_id, chat_id=dispatch.chat_id,
-                              text=text, fresh_session=dispatch.fresh_session, previous_output=None)
+                              owner=dispatch.owner, text=text, fresh_session=dispatch.fresh_session,
+                              previous_output=dispatch.previous_output)
         now = self.clock.now()
         try:
             run_id = self.executor.start(request, lambda outcome: self._finished(dispatch, outcome))

@@ -32,6 +32,7 @@ class FireRequest:
     task_id: int
     task_run_id: int
     chat_id: int
+    owner: str  # email of the task's owner: the turn acts for them
     text: str  # the envelope
     fresh_session: bool
     previous_output: str | None  # seed of a fresh session

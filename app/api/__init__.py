@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
-from app.api import errors, metrics, schedules, user, web_auth
+from app.api import agent, errors, metrics, schedules, user, web_auth
 from app.api.limits import BodyLimit
 from app.core.context import Core
 
@@ -19,6 +19,7 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     errors.install(api)
     api.include_router(user.router)
     api.include_router(schedules.router)
+    api.include_router(agent.router)
     api.include_router(web_auth.router)
     api.include_router(metrics.router)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)

@@ -14,15 +14,18 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
+from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import NotFound
+from app.core.grants import Scope, issue_grant, revoke_grant
 from app.core.models import Chat, Project, Run, RunSource, RunStatus
 from app.core.providers.base import Provider, ProviderError, TurnRequest
 from app.core.runs import abandon_stale_runs, append_output, begin_run, finish_run, renew_heartbeats
-from app.core.workspace import ensure_workspace
+from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
 
@@ -50,6 +53,7 @@ class RunHandle:
         self._result: RunResult | None = None
         self.cancel = threading.Event()
         self.on_finish: Callable[[RunResult], None] | None = None
+        self.grant_id: int | None = None
 
     def _set(self, result: RunResult) -> None:
         self._result = result
@@ -82,14 +86,19 @@ class PromptService:
         self._stop = threading.Event()
 
     def start(self, chat_id: int, text: str, *, source: RunSource = RunSource.USER,
-              task_id: int | None = None, run_id: int | None = None,
-              shown_prompt: str | None = None, env: dict[str, str] | None = None,
-              fresh_session: bool = False, on_finish: Callable[[RunResult], None] | None = None) -> RunHandle:
+              task_id: int | None = None, run_id: int | None = None, owner_id: int | None = None,
+              shown_prompt: str | None = None, fresh_session: bool = False,
+              on_finish: Callable[[RunResult], None] | None = None) -> RunHandle:
         """Start a turn; raises PromptAlreadyRunning when the chat has a live run, NotFound for a bad chat.
 
         ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt`` is what the
-        transcript shows when it differs from what the agent receives; ``fresh_session`` starts
-        a new provider session; ``on_finish`` is called with the result from the run's thread.
+        transcript shows when it differs from what the agent receives; ``owner_id`` is the user
+        the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
+        session; ``on_finish`` is called with the result from the run's thread.
+
+        Schedule tools (a grant in SCHEDULE_API_URL / SCHEDULE_API_TOKEN, the published CLI and
+        SKILL.md) are given only to project chats with the ``scheduled-tasks`` skill (scope
+        ``manage``) and to scheduled fires (scope ``complete-self``, skill text appended).
         """
         with self.db.read() as s:
             chat = s.get(Chat, chat_id)
@@ -103,11 +112,14 @@ class PromptService:
         with self._lock:
             self._handles[run.id] = handle
         self._ensure_pump()
-        request = TurnRequest(
-            chat_id=chat_id, run_id=run.id, text=text,
-            workspace=ensure_workspace(self.settings.workspaces_dir, project.id) if project else None,
-            env=dict(env or {}), session_id=None if fresh_session else chat.provider_session_id,
-        )
+        workspace = ensure_workspace(self.settings.workspaces_dir, project.id) if project else None
+        env: dict[str, str] = {}
+        if workspace is not None and (source == RunSource.SCHEDULE or SCHEDULED_TASKS in chat_skills(chat)):
+            env, handle.grant_id = self._tools(chat, workspace, source, task_id, run_id, owner_id)
+            if source == RunSource.SCHEDULE:
+                text = f"{text}\n\n---\n{skill_text()}"
+        request = TurnRequest(chat_id=chat_id, run_id=run.id, text=text, workspace=workspace, env=env,
+                              session_id=None if fresh_session else chat.provider_session_id)
         handle.on_finish = on_finish
         thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
                                   name=f"run-{run.id}", daemon=True)
@@ -115,6 +127,18 @@ class PromptService:
         log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
                  run.id, chat_id, source.value, task_id)
         return handle
+
+    def _tools(self, chat: Chat, workspace: Path, source: RunSource, task_id: int | None, run_id: int | None,
+               owner_id: int | None) -> tuple[dict[str, str], int]:
+        """Verify the workspace assets and mint this turn's grant; returns (env, grant id)."""
+        rewritten = publish_assets(workspace)
+        if rewritten:
+            log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))
+        fire = source == RunSource.SCHEDULE and task_id is not None and run_id is not None
+        token, grant_id = issue_grant(
+            self.db, self.clock, self.settings.grant_ttl_seconds, Scope.COMPLETE_SELF if fire else Scope.MANAGE,
+            owner_id or chat.owner_id, chat.id, chat.project_id, task_id if fire else None, run_id if fire else None)
+        return {"SCHEDULE_API_URL": self.settings.api_url, "SCHEDULE_API_TOKEN": token}, grant_id
 
     def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:
         timed_out = threading.Event()
@@ -148,6 +172,11 @@ class PromptService:
         self._finish(run, handle, status, error)
 
     def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None) -> None:
+        try:
+            if handle.grant_id is not None:
+                revoke_grant(self.db, self.clock, handle.grant_id)
+        except Exception:  # the grant still expires by its TTL
+            log.exception("action=grant_revoke_failed run_id=%s", run.id)
         try:
             finish_run(self.db, self.clock, run, status, error)
         except Exception:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 from pathlib import Path
 
 
@@ -21,3 +24,48 @@ def ensure_workspace(root: Path, project_id: int) -> Path:
     path = workspace_path(root, project_id)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+ASSETS_DIR = Path(__file__).resolve().parent / "agent_assets"
+# source file in app/core/agent_assets → (path inside the workspace, file mode)
+ASSETS = {
+    "remote-schedule": ("scripts/remote-schedule", 0o755),
+    "SKILL.md": (".agents/skills/scheduled-tasks/SKILL.md", 0o644),
+}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def publish_assets(workspace: Path) -> list[str]:
+    """Make the workspace's copies of the CLI and SKILL.md byte-identical to ours (by sha256).
+
+    Returns the workspace paths that were missing or changed and have been rewritten. A path that
+    is a symlink or folder is replaced, so a tampered copy cannot point outside the workspace.
+    """
+    rewritten = []
+    for name, (relative, mode) in ASSETS.items():
+        source = (ASSETS_DIR / name).read_bytes()
+        target = workspace / relative
+        current = None
+        if target.is_file() and not target.is_symlink():
+            current = _sha256(target.read_bytes())
+        if current == _sha256(source) and (target.stat().st_mode & 0o777) == mode:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_bytes(source)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        rewritten.append(relative)
+    return rewritten
+
+
+def skill_text() -> str:
+    """SKILL.md, force-appended to a scheduled fire's prompt."""
+    return (ASSETS_DIR / "SKILL.md").read_text(encoding="utf-8")

@@ -1,20 +1,34 @@
 """The offline demo agent: deterministic, streams word by word, obeys a few directives.
 
-Directives (anywhere in the prompt, one per line):
-``/sleep N`` works for N seconds first; ``/fail`` fails the turn; ``/marker`` ends the reply with
-the completion marker. (``/schedule`` and ``/complete`` come with the agent tools.)
+Directives (anywhere in the prompt, one per line, run in order before the reply):
+``/sleep N`` works for N seconds; ``/schedule <remote-schedule create flags>`` creates a
+schedule through the real ``scripts/remote-schedule`` CLI of the workspace; ``/complete [reason]``
+runs ``remote-schedule complete-current``. After the reply: ``/fail`` fails the turn; ``/marker``
+ends the reply with the completion marker.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import subprocess
+import sys
 import threading
 
 from app.core.providers.base import Emit, ProviderError, TurnRequest
 
 MARKER = "SCHEDULE_STATUS=COMPLETE"
+SKILL_SEPARATOR = "\n\n---\n"
 MAX_SLEEP = 3600.0
 _SLEEP = re.compile(r"^/sleep\s+(\d+(?:\.\d+)?)\s*$")
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
 
 
 def directives(text: str) -> list[str]:
@@ -47,7 +61,8 @@ class DemoProvider:
         self.word_delay = word_delay
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
-        lines = directives(request.text)
+        text = request.text.split(SKILL_SEPARATOR, 1)[0]  # a fire's appended skill text is for real agents
+        lines = directives(text)
         for line in lines:
             match = _SLEEP.match(line)
             if match:
@@ -55,11 +70,32 @@ class DemoProvider:
                 emit(f"Working for {match.group(1)} seconds… ")
                 if cancel.wait(seconds):
                     raise ProviderError("cancelled while sleeping")
-        self._stream(reply_for(request.text), emit, cancel)
+            elif line.startswith("/schedule ") or line == "/schedule":
+                self._tool(request, ["create", *_split(line.removeprefix("/schedule"))], emit)
+            elif line.startswith("/complete"):
+                reason = line.removeprefix("/complete").strip()
+                self._tool(request, ["complete-current", *(["--reason", reason] if reason else [])], emit)
+        self._stream(reply_for(text), emit, cancel)
         if "/fail" in lines:
             raise ProviderError("demo failure requested with /fail")
         if "/marker" in lines:
             emit("\n" + MARKER)
+
+    def _tool(self, request: TurnRequest, args: list[str], emit: Emit) -> None:
+        """Run the workspace's remote-schedule CLI as an agent would; its output joins the reply."""
+        if not request.env.get("SCHEDULE_API_TOKEN") or request.workspace is None:
+            emit("I have no schedule tools in this chat: turn on the Scheduled tasks skill first.\n")
+            return
+        cli = request.workspace / "scripts" / "remote-schedule"
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8", **request.env}
+        try:
+            done = subprocess.run([sys.executable, str(cli), *args], cwd=request.workspace, env=env,
+                                  capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            emit(f"remote-schedule could not run: {exc}\n")
+            return
+        out = (done.stdout + done.stderr).strip()
+        emit(f"$ remote-schedule {shlex.join(args)}\n{out}\n(exit {done.returncode})\n")
 
     def _stream(self, reply: str, emit: Emit, cancel: threading.Event) -> None:
         words = reply.split(" ")

@@ -1,0 +1,121 @@
+"""Agent API (SPEC §5): what an agent may do from inside its turn, with the turn's grant.
+
+Every call is authorized by the grant's scope and fenced to the grant's chat. Agents create
+drafts; only a user can arm or resume a schedule.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, ConfigDict
+
+from app.api.deps import Id, bearer, core_of
+from app.api.schedules import TaskIn, TasksDep, _sent, task_json
+from app.core.clock import rfc3339
+from app.core.errors import Forbidden
+from app.core.grants import GrantView, Scope, resolve_grant
+from scheduler.service import Actor
+
+router = APIRouter(prefix="/agent-api")
+USER_ONLY = "only a user can arm or resume a schedule; ask the user to do it in the Schedules drawer"
+
+
+def current_grant(request: Request) -> GrantView:
+    core = core_of(request)
+    return resolve_grant(core.db, core.clock, bearer(request))
+
+
+GrantDep = Annotated[GrantView, Depends(current_grant)]
+
+
+def manager(grant: GrantDep) -> Actor:
+    """The acting user for a ``manage`` grant, fenced to its chat."""
+    grant.require(Scope.MANAGE)
+    return Actor(grant.owner, agent_chat_id=grant.chat_id)
+
+
+ManagerDep = Annotated[Actor, Depends(manager)]
+
+
+class NamePatch(BaseModel):
+    model_config = ConfigDict(extra="allow")  # definition fields are refused with 403, not 400
+
+    name: Any = None
+
+
+class CompleteIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Any = None
+
+
+@router.get("/whoami")
+def whoami(grant: GrantDep) -> dict[str, Any]:
+    return {"scope": grant.scope.value, "owner": grant.owner.email, "chat_id": grant.chat_id,
+            "project_id": grant.project_id, "task_id": grant.task_id, "run_id": grant.run_id,
+            "expires_at": rfc3339(grant.expires_at)}
+
+
+@router.post("/schedules/current/complete")
+def complete_current(body: CompleteIn, grant: GrantDep, tasks: TasksDep) -> dict[str, Any]:
+    grant.require(Scope.COMPLETE_SELF)
+    if grant.task_id is None or grant.run_id is None:
+        raise Forbidden("this token does not belong to a scheduled fire")
+    reason = body.reason if isinstance(body.reason, str) else None
+    return task_json(tasks.complete(grant.task_id, grant.run_id, reason))
+
+
+@router.get("/schedules")
+def list_schedules(actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    return {"schedules": [task_json(t) for t in tasks.list(actor, actor.agent_chat_id)]}
+
+
+@router.post("/schedules", status_code=201)
+def create_schedule(body: TaskIn, response: Response, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    data = {"overlap": "queue_one", "session": "resume", "max_runs": None, **_sent(body)}
+    task, created = tasks.create(actor, actor.agent_chat_id, data)
+    if not created:
+        response.status_code = 200
+    return task_json(task)
+
+
+@router.get("/schedules/{tid}")
+def get_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    return task_json(tasks.get(actor, tid))
+
+
+@router.patch("/schedules/{tid}")
+def patch_schedule(tid: Id, body: NamePatch, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    sent = body.model_dump(exclude_unset=True)
+    if set(sent) - {"name"}:
+        tasks.get(actor, tid)  # 404 before 403 for a schedule the agent cannot see
+        raise Forbidden("an agent may only rename a schedule; a user must change its definition")
+    return task_json(tasks.update(actor, tid, sent))
+
+
+@router.delete("/schedules/{tid}", status_code=204)
+def delete_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> Response:
+    tasks.delete(actor, tid)
+    return Response(status_code=204)
+
+
+@router.post("/schedules/{tid}/pause")
+def pause(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    return task_json(tasks.pause(actor, tid))
+
+
+@router.post("/schedules/{tid}/run-now", status_code=202)
+def run_now(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    return task_json(tasks.run_now(actor, tid))
+
+
+@router.post("/schedules/{tid}/arm")
+def arm(tid: int, grant: GrantDep) -> dict[str, Any]:
+    raise Forbidden(USER_ONLY)
+
+
+@router.post("/schedules/{tid}/resume")
+def resume(tid: int, grant: GrantDep) -> dict[str, Any]:
+    raise Forbidden(USER_ONLY)
