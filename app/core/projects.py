@@ -10,7 +10,7 @@ from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import Membership, Project, User
-from app.core.workspace import ensure_workspace
+from app.core.workspace import ensure_workspace, publish_assets
 
 MAX_NAME = 120
 
@@ -28,7 +28,7 @@ def clean_name(value: object, field: str = "name", limit: int = MAX_NAME) -> str
 
 
 def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User) -> Project:
-    """Create a project owned by ``owner`` (who becomes a member) and its workspace folder."""
+    """Create a project owned by ``owner`` (who becomes a member), its workspace and the agent assets in it."""
     title = clean_name(name)
     now = clock.now()
     with db.write() as s:
@@ -36,7 +36,7 @@ def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owne
         s.add(project)
         s.flush()
         s.add(Membership(user_id=owner.id, project_id=project.id, created_at=now))
-    ensure_workspace(workspaces, project.id)
+    publish_assets(ensure_workspace(workspaces, project.id))
     return project
 
 
