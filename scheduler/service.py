@@ -97,7 +97,7 @@ class TaskService:
         now = self.clock.now()
         if schedule.kind == "once" and schedule.at <= now:
             raise timing.ScheduleError("schedule.at", "must be in the future")
-        timing.validate_min_interval(schedule, self.settings.min_interval_seconds)
+        timing.validate_min_interval(schedule, self.settings.min_interval_seconds, now=now)
         if schedule.kind == "cron":
             timing.next_occurrence(schedule, now)  # raises for a never-firing expression
 
