@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from app.core import auth, chats, projects
-from app.core.config import ConfigError
+from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core, build_core
-from app.core.errors import AlreadyExists, ChatcronError, NotFound
+from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
 
 DEMO_EMAIL = "demo@example.com"
@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--email", required=True)
     p.add_argument("--name", default="cli")
     sub.add_parser("seed-demo", help="demo user, project and chat; prints the login")
+    p = sub.add_parser("set-provider", help="choose a project's agent provider and its settings")
+    p.add_argument("--project", required=True, type=int)
+    p.add_argument("--provider", required=True, choices=PROVIDERS)
+    p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                   help="provider setting, e.g. command='my-agent --print' or model=gpt-4o (repeatable)")
     return parser
 
 
@@ -72,7 +77,18 @@ def run(argv: Sequence[str], core: Core) -> int:
         print(auth.create_api_token(core.db, core.clock, auth.find_user(core.db, args.email).id, args.name))
     elif args.command == "seed-demo":
         print(seed_demo(core))
+    elif args.command == "set-provider":
+        values = dict(_setting(item) for item in args.setting)
+        projects.set_provider(core.db, args.project, args.provider, values)
+        print(f"project {args.project} now uses the {args.provider} provider")
     return 0
+
+
+def _setting(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise InvalidInput("--setting", f"{item!r} is not KEY=VALUE")
+    return key.strip(), value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -72,4 +73,16 @@ def get_project(db: Database, user: User, project_id: int) -> Project:
         project = s.get(Project, project_id)
         if project is None or not has_access(s, user, project_id):
             raise NotFound(f"no project with id {project_id}")
+        return project
+
+
+def set_provider(db: Database, project_id: int, provider: str, settings: dict[str, str]) -> Project:
+    """Set a project's provider and its settings (stored as a JSON object); NotFound for a bad id."""
+    with db.write() as s:
+        project = s.get(Project, project_id)
+        if project is None:
+            raise NotFound(f"no project with id {project_id}")
+        project.provider, project.provider_settings = provider, json.dumps(settings, sort_keys=True)
+        s.add(project)
+        s.flush()
         return project
