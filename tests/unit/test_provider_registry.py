@@ -1,0 +1,236 @@
+"""Provider choice and settings (SPEC §4), plus the pure parts of the command and openai providers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.core.config import Settings
+from app.core.models import Project
+from app.core.providers.base import ProviderError
+from app.core.providers.command import CommandProvider, LineSplitter, child_environment, exit_message
+from app.core.providers.demo import DemoProvider
+from app.core.providers.openai import OpenAIProvider, SseDecoder, build_messages, is_done, parse_chunk
+from app.core.providers.registry import make_provider_factory
+
+SERVER_URL = "https://llm.example.test/v1"
+
+
+def _project(provider: str | None = None, **options: object) -> Project:
+    return Project(id=7, name="P", owner_id=1, provider=provider, provider_settings=json.dumps(options))
+
+
+def _pick(project: Project | None, **settings: object):  # noqa: ANN202 - a Provider
+    return make_provider_factory(Settings(**settings))(project)
+
+
+# -- choice ------------------------------------------------------------------------------------
+
+def test_default_is_the_servers_provider() -> None:
+    assert isinstance(_pick(None), DemoProvider)
+    assert isinstance(_pick(_project(), provider="command", provider_command="agent -p"), CommandProvider)
+
+
+def test_projects_own_provider_wins_over_the_server_default() -> None:
+    chosen = _pick(_project("openai", base_url="http://127.0.0.1:9/v1", model="m"), provider="demo")
+    assert isinstance(chosen, OpenAIProvider)
+    assert isinstance(_pick(_project("demo"), provider="command", provider_command="agent"), DemoProvider)
+
+
+def test_unknown_provider_is_refused() -> None:
+    with pytest.raises(ProviderError, match="unknown provider 'gpt'"):
+        _pick(_project("gpt"))
+
+
+# -- command -----------------------------------------------------------------------------------
+
+def test_command_line_is_split_like_a_shell_without_one() -> None:
+    chosen = _pick(None, provider="command", provider_command="agent -p --name 'two words' $HOME;x")
+    assert chosen.argv == ("agent", "-p", "--name", "two words", "$HOME;x")
+
+
+def test_projects_command_wins_over_the_servers() -> None:
+    chosen = _pick(_project(command="own --flag"), provider="command", provider_command="server")
+    assert chosen.argv == ("own", "--flag")
+
+
+@pytest.mark.parametrize(("server", "own"), [("", None), ("", "  "), ("   ", None)],
+                         ids=["nothing", "blank-project-command", "blank-server-command"])
+def test_command_without_any_command_is_refused(server: str, own: str | None) -> None:
+    project = _project("command", **({"command": own} if own is not None else {}))
+    with pytest.raises(ProviderError) as caught:
+        _pick(project, provider_command=server)
+    assert str(caught.value) == "no command configured: set CHATCRON_PROVIDER_COMMAND or the project's command"
+
+
+def test_unbalanced_quotes_are_refused() -> None:
+    with pytest.raises(ProviderError, match="cannot be split"):
+        _pick(_project("command", command="agent 'open"))
+
+
+def test_child_environment_is_the_base_plus_the_turns_variables_only() -> None:
+    base = {"PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "TERM": "dumb"}
+    env = child_environment(base, {"SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"})
+    assert env == {**base, "SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"}
+
+
+def test_command_providers_base_environment_holds_no_server_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATCRON_DATABASE_URL", "postgresql://user:secret@db/x")
+    chosen = _pick(None, provider="command", provider_command="agent")
+    assert set(chosen.base_env) == {"PATH", "HOME", "LANG", "TERM"}
+    assert "secret" not in json.dumps(chosen.base_env)
+
+
+@pytest.mark.parametrize(("code", "tail", "message"), [
+    (3, "boom", "command exited with 3: boom"),
+    (1, "", "command exited with 1"),
+    (-9, "", "command killed by SIGKILL"),
+], ids=["status-and-stderr", "no-stderr", "signal"])
+def test_exit_message(code: int, tail: str, message: str) -> None:
+    assert exit_message(code, tail) == message
+
+
+def test_line_splitter_keeps_newlines_and_caps_long_lines() -> None:
+    lines = LineSplitter(max_bytes=8)
+    out = [*lines.feed(b"ab\ncd"), *lines.feed(b"efghijkl\nz"), *lines.flush()]
+    assert out == ["ab\n", "cdefghij", "kl\n", "z"]
+
+
+def test_line_splitter_completes_a_character_cut_by_the_limit() -> None:
+    lines = LineSplitter(max_bytes=4)
+    out = [*lines.feed("aaé€\n".encode()), *lines.flush()]  # é is cut after its first byte
+    assert "".join(out) == "aaé€\n"
+    assert all(len(piece.encode()) <= 4 for piece in out)
+
+
+def test_line_splitter_replaces_invalid_utf8() -> None:
+    assert [*LineSplitter().feed(b"ok \xff\n")] == ["ok \ufffd\n"]
+
+
+# -- openai settings ---------------------------------------------------------------------------
+
+def test_openai_takes_the_servers_settings() -> None:
+    chosen = _pick(None, provider="openai", openai_base_url=SERVER_URL, openai_model="m1", openai_api_key="k")
+    assert (chosen.config.base_url, chosen.config.model, chosen.config.api_key) == (SERVER_URL, "m1", "k")
+    assert chosen.config.history_budget_chars == 24_000
+    assert chosen.url.path == "/v1/chat/completions"
+
+
+def test_projects_openai_settings_win() -> None:
+    project = _project("openai", model="m2", history_budget_chars=500)
+    chosen = _pick(project, openai_base_url=SERVER_URL, openai_model="m1", openai_api_key="k")
+    assert (chosen.config.model, chosen.config.api_key, chosen.config.history_budget_chars) == ("m2", "k", 500)
+
+
+def test_servers_key_is_never_sent_to_a_url_the_project_chose() -> None:
+    settings = {"openai_base_url": SERVER_URL, "openai_model": "m", "openai_api_key": "server-key"}
+    elsewhere = _pick(_project("openai", base_url="http://attacker.test/v1"), **settings)
+    assert elsewhere.config.api_key == ""
+    own_key = _pick(_project("openai", base_url="http://other.test/v1", api_key="own"), **settings)
+    assert own_key.config.api_key == "own"
+    same = _pick(_project("openai", base_url=SERVER_URL + "/"), **settings)
+    assert same.config.api_key == "server-key"
+
+
+@pytest.mark.parametrize(("settings", "missing"), [
+    ({"openai_model": "m"}, "no base_url configured"),
+    ({"openai_base_url": SERVER_URL}, "no model configured"),
+], ids=["no-base-url", "no-model"])
+def test_openai_without_base_url_or_model_is_refused(settings: dict[str, str], missing: str) -> None:
+    with pytest.raises(ProviderError, match=missing):
+        _pick(_project("openai"), **settings)
+
+
+def test_openai_base_url_must_be_http() -> None:
+    with pytest.raises(ProviderError, match="http"):
+        _pick(_project("openai", base_url="file:///etc/passwd", model="m"))
+
+
+# -- project settings errors -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("{not json", "project 7 setting provider_settings is not valid JSON"),
+    ("[1, 2]", "project 7 setting provider_settings must be a JSON object"),
+    ('{"comand": "x"}', "unknown key 'comand'"),
+    ('{"command": 5}', "command must be a string"),
+    ('{"history_budget_chars": "10"}', "history_budget_chars must be a whole number"),
+    ('{"history_budget_chars": true}', "history_budget_chars must be a whole number"),
+    ('{"history_budget_chars": -1}', "history_budget_chars must be at least 0"),
+], ids=["invalid-json", "not-an-object", "unknown-key", "wrong-type", "number-as-text", "bool", "negative"])
+def test_bad_project_settings_name_the_setting(raw: str, message: str) -> None:
+    project = Project(id=7, name="P", owner_id=1, provider="command", provider_settings=raw)
+    with pytest.raises(ProviderError, match=message.replace("(", r"\(")):
+        _pick(project, provider_command="agent")
+
+
+# -- history budget ----------------------------------------------------------------------------
+
+def _texts(messages: list[dict[str, str]]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in messages]
+
+
+U1, A1, U2, A2 = ("user", "u1" * 5), ("assistant", "a1" * 5), ("user", "u2" * 5), ("assistant", "a2" * 5)
+HISTORY = (U1, A1, U2, A2)  # 10 characters each; the prompt "now!" is 4
+
+
+@pytest.mark.parametrize(("budget", "kept"), [
+    (44, [U1, A1, U2, A2]),  # exactly the budget
+    (43, [U2, A2]),  # A1 fits (34) but cannot open the conversation, U1 does not fit
+    (33, [U2, A2]),
+    (23, []),  # only A2 fits (14), and an assistant turn cannot open the conversation
+    (4, []),
+    (0, []),  # the prompt is sent even over budget
+], ids=["exact-fit", "leading-assistant-dropped", "newest-pair", "lone-assistant-dropped", "prompt-only", "zero"])
+def test_history_is_trimmed_newest_first_and_the_prompt_always_sent(budget: int, kept: list) -> None:
+    assert _texts(build_messages(HISTORY, "now!", budget)) == [*kept, ("user", "now!")]
+
+
+def test_history_stops_at_the_first_turn_that_does_not_fit() -> None:
+    history = (("user", "tiny"), ("assistant", "x" * 100), ("user", "last"))
+    assert _texts(build_messages(history, "p", 50)) == [("user", "last"), ("user", "p")]
+
+
+def test_kept_history_never_exceeds_the_budget() -> None:
+    history = tuple(("user" if i % 2 == 0 else "assistant", "w" * (i * 37 % 500)) for i in range(200))
+    for budget in (0, 100, 999, 5000, 24_000):
+        messages = build_messages(history, "q" * 50, budget)
+        assert sum(len(m["content"]) for m in messages[:-1]) + 50 <= max(budget, 50)
+        assert messages[-1] == {"role": "user", "content": "q" * 50}
+
+
+# -- server-sent events ------------------------------------------------------------------------
+
+def test_sse_decoder_yields_data_at_blank_lines() -> None:
+    events = SseDecoder()
+    lines = [": keep-alive\n", "event: delta\n", "data: {\"a\": 1}\r\n", "\n", "data:[DONE]\n", "\n"]
+    assert [events.feed(line) for line in lines] == [None, None, None, '{"a": 1}', None, "[DONE]"]
+
+
+def test_sse_decoder_joins_multi_line_data_and_flushes_at_the_end() -> None:
+    events = SseDecoder()
+    assert events.feed("data: one\n") is None and events.feed("data: two\n") is None
+    assert events.flush() == "one\ntwo"
+    assert events.flush() is None
+
+
+def test_done_marker() -> None:
+    assert is_done("[DONE]") and is_done(" [DONE] ") and not is_done('{"done": true}')
+
+
+@pytest.mark.parametrize(("data", "parsed"), [
+    ('{"choices": [{"delta": {"content": "Hi"}}]}', ("Hi", False)),
+    ('{"choices": [{"delta": {"role": "assistant"}}]}', ("", False)),
+    ('{"choices": [{"delta": {"content": null}, "finish_reason": "stop"}]}', ("", True)),
+    ('{"choices": []}', ("", False)),
+    ('{"usage": {"total_tokens": 3}}', ("", False)),
+], ids=["content", "role-only", "finish", "no-choices", "usage-only"])
+def test_parse_chunk(data: str, parsed: tuple[str, bool]) -> None:
+    assert parse_chunk(data) == parsed
+
+
+def test_error_inside_the_stream_fails_the_turn() -> None:
+    with pytest.raises(ProviderError, match="rate limited"):
+        parse_chunk('{"error": {"message": "rate limited", "type": "requests"}}')
+    with pytest.raises(ProviderError, match="not JSON"):
+        parse_chunk("<html>")
