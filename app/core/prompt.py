@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from sqlmodel import select
+
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -119,7 +121,8 @@ class PromptService:
             if source == RunSource.SCHEDULE:
                 text = f"{text}\n\n---\n{skill_text()}"
         request = TurnRequest(chat_id=chat_id, run_id=run.id, text=text, workspace=workspace, env=env,
-                              session_id=None if fresh_session else chat.provider_session_id)
+                              session_id=None if fresh_session else chat.provider_session_id,
+                              history=() if fresh_session else self._history(chat_id, run.id))
         handle.on_finish = on_finish
         thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
                                   name=f"run-{run.id}", daemon=True)
@@ -127,6 +130,19 @@ class PromptService:
         log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
                  run.id, chat_id, source.value, task_id)
         return handle
+
+    def _history(self, chat_id: int, before_run: int, limit: int = 50) -> tuple[tuple[str, str], ...]:
+        """Earlier finished turns of the chat as (role, text), oldest first (providers trim to budget)."""
+        with self.db.read() as s:
+            rows = list(s.exec(select(Run).where(Run.chat_id == chat_id, Run.id < before_run,
+                                                 Run.status != RunStatus.RUNNING.value)
+                               .order_by(Run.id.desc()).limit(limit)))
+        turns: list[tuple[str, str]] = []
+        for run in reversed(rows):
+            turns.append(("user", run.prompt))
+            if run.output:
+                turns.append(("assistant", run.output))
+        return tuple(turns)
 
     def _tools(self, chat: Chat, workspace: Path, source: RunSource, task_id: int | None, run_id: int | None,
                owner_id: int | None) -> tuple[dict[str, str], int]:
