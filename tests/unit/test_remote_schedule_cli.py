@@ -1,0 +1,555 @@
+"""The ``remote-schedule`` CLI (SPEC §7), run as a real subprocess against a stub agent API.
+
+The stub is an ``http.server`` on 127.0.0.1 in a thread: it records every request and answers
+with canned responses, so each test checks what the CLI sent (method, path, body, token) and
+what it printed and returned.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import datetime as dt
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import app.core
+
+CLI = Path(app.core.__file__).resolve().parent / "agent_assets" / "remote-schedule"
+TOKEN = "ccg_test-token"
+UTC = dt.UTC
+
+TASK: dict[str, Any] = {
+    "id": 12, "chat_id": 3, "project_id": 1, "owner": "owner@example.com", "name": "daily news",
+    "prompt": "Goal: a news digest.\nEach fire: read three sources.", "session": "resume",
+    "schedule": {"kind": "cron", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"},
+    "description": "At 09:00, Monday through Friday (Europe/Paris)", "status": "draft", "enabled": False,
+    "next_run_at": None, "last_run_at": None, "last_run_status": None, "last_error": None, "run_count": 0,
+    "max_runs": None, "overlap": "queue_one", "created_by": "agent", "idempotency_key": None,
+}
+
+
+def task(**changes: Any) -> dict[str, Any]:
+    return {**TASK, **changes}
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+@dataclasses.dataclass
+class Seen:
+    """One request the stub received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw) if self.raw else None
+
+
+class Stub:
+    """A recording HTTP server; ``answer`` sets the reply for (method, path)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self.replies: dict[tuple[str, str], tuple[int, Any]] = {}
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                stub.requests.append(Seen(self.command, self.path, dict(self.headers.items()), raw))
+                status, body = stub.replies.get((self.command, self.path),
+                                                (404, error("not_found", f"stub: no reply for {self.path}")))
+                data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+                self.send_response(status)
+                if data:
+                    ctype = "application/json" if not isinstance(body, bytes) else "text/html"
+                    self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = do_PATCH = _handle
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def answer(self, method: str, path: str, status: int, body: Any = None) -> None:
+        self.replies[(method, path)] = (status, body)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stub() -> Iterator[Stub]:
+    s = Stub()
+    yield s
+    s.close()
+
+
+def run(*args: str, url: str | None = None, token: str | None = TOKEN, stdin: str | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as an agent runs it; only the variables given here are set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCHEDULE_API_")}
+    if url is not None:
+        env["SCHEDULE_API_URL"] = url
+    if token is not None:
+        env["SCHEDULE_API_TOKEN"] = token
+    return subprocess.run([sys.executable, str(CLI), *args], env=env, input=stdin, capture_output=True, text=True,
+                          timeout=30, cwd=cwd, check=False)
+
+
+def cli(stub: Stub, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return run(*args, url=stub.url, **kwargs)
+
+
+def only_request(stub: Stub) -> Seen:
+    assert len(stub.requests) == 1, stub.requests
+    return stub.requests[0]
+
+
+# -- the file itself ---------------------------------------------------------------------------
+
+def test_the_cli_is_one_executable_stdlib_only_python3_file() -> None:
+    text = CLI.read_text(encoding="utf-8")
+    assert text.startswith("#!/usr/bin/env python3\n")
+    assert os.access(CLI, os.X_OK)
+    imported = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    assert imported and imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
+
+
+# -- create: what is sent ----------------------------------------------------------------------
+
+CREATE_CASES = [
+    (["--cron", "0 9 * * 1-5", "--tz", "Europe/Paris"],
+     {"schedule": {"kind": "cron", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"}}),
+    (["--cron", "@daily", "--tz", "UTC"], {"schedule": {"kind": "cron", "cron": "@daily", "timezone": "UTC"}}),
+    (["--at", "2026-03-02T09:00:00+01:00"], {"schedule": {"kind": "once", "at": "2026-03-02T09:00:00+01:00"}}),
+    (["--at", "2026-03-02T08:00:00Z"], {"schedule": {"kind": "once", "at": "2026-03-02T08:00:00+00:00"}}),
+    (["--at", "1772438400000"], {"schedule": {"kind": "once", "at": "2026-03-02T08:00:00.000Z"}}),
+    (["--every", "900"], {"schedule": {"kind": "interval", "every_seconds": 900}}),
+    (["--every", "15m"], {"schedule": {"kind": "interval", "every_seconds": 900}}),
+    (["--every", "2h"], {"schedule": {"kind": "interval", "every_seconds": 7200}}),
+    (["--every", "1d"], {"schedule": {"kind": "interval", "every_seconds": 86400}}),
+    (["--every", "300", "--overlap", "skip", "--max-runs", "5", "--session", "fresh", "--idempotency-key", "k-1"],
+     {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "skip", "max_runs": 5,
+      "session": "fresh", "idempotency_key": "k-1"}),
+    (["--every", "300", "--overlap", "queue_one"],
+     {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "queue_one"}),
+]
+
+
+@pytest.mark.parametrize(("flags", "expected"), CREATE_CASES,
+                         ids=["cron", "cron-macro", "at-offset", "at-z", "at-unix-ms", "every-seconds",
+                              "every-minutes", "every-hours", "every-days", "all-options", "overlap-default-named"])
+def test_create_sends_the_schedule_and_only_the_options_given(stub: Stub, flags: list[str],
+                                                              expected: dict[str, Any]) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    result = cli(stub, "create", "--name", "daily news", "--prompt", "Do the thing.", *flags)
+    assert result.returncode == 0, result.stderr
+    seen = only_request(stub)
+    assert (seen.method, seen.path) == ("POST", "/agent-api/schedules")
+    assert seen.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert seen.headers["Content-Type"] == "application/json"
+    assert seen.json == {"name": "daily news", "prompt": "Do the thing.", **expected}
+
+
+def test_create_at_relative_time_is_sent_as_an_absolute_utc_instant(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    before = dt.datetime.now(UTC).replace(microsecond=0)
+    result = cli(stub, "create", "--name", "n", "--prompt", "p", "--at", "+30m")
+    after = dt.datetime.now(UTC)
+    assert result.returncode == 0, result.stderr
+    sent = only_request(stub).json["schedule"]
+    assert sent["kind"] == "once" and sent["at"].endswith("Z")
+    at = dt.datetime.fromisoformat(sent["at"].replace("Z", "+00:00"))
+    assert before + dt.timedelta(minutes=30) <= at <= after + dt.timedelta(minutes=30)
+
+
+def test_create_human_output_says_draft_and_who_must_arm_it(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    result = cli(stub, "create", "--name", "daily news", "--prompt", "p", "--cron", "0 9 * * 1-5", "--tz",
+                 "Europe/Paris")
+    assert result.returncode == 0
+    first, second = result.stdout.splitlines()[:2]
+    assert first == 'created schedule 12 "daily news" (draft — a user must arm it in the Schedules drawer)'
+    assert "At 09:00, Monday through Friday (Europe/Paris)" in second
+    assert result.stderr == ""
+
+
+def test_create_repeated_with_the_same_key_reports_the_existing_task(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 200, task(idempotency_key="k-1", status="active", enabled=True))
+    result = cli(stub, "create", "--name", "daily news", "--prompt", "p", "--every", "300", "--idempotency-key",
+                 "k-1")
+    assert result.returncode == 0
+    assert result.stdout.startswith('schedule 12 "daily news" already exists for idempotency key \'k-1\'')
+    assert "nothing new was created" in result.stdout
+
+
+def test_prompt_file_is_read_as_utf8(stub: Stub, tmp_path: Path) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    prompt = "Goal: résumé of the day — “quoted”.\nEach fire: check.\n"
+    (tmp_path / "prompt.md").write_text(prompt, encoding="utf-8")
+    result = cli(stub, "create", "--name", "n", "--prompt-file", "prompt.md", "--every", "60", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert only_request(stub).json["prompt"] == prompt
+
+
+def test_prompt_file_dash_reads_stdin(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    prompt = "Line one\nLine two with 'quotes' and \"more\"\n"
+    result = cli(stub, "create", "--name", "n", "--prompt-file", "-", "--every", "60", stdin=prompt)
+    assert result.returncode == 0, result.stderr
+    assert only_request(stub).json["prompt"] == prompt
+
+
+# -- every command: what is sent, what is printed -----------------------------------------------
+
+COMMAND_CASES = [
+    (["show", "12"], "GET", "/agent-api/schedules/12", None, 200, task()),
+    (["pause", "12"], "POST", "/agent-api/schedules/12/pause", None, 200, task(status="paused")),
+    (["run-now", "12"], "POST", "/agent-api/schedules/12/run-now", None, 202, task(status="active")),
+    (["delete", "12"], "DELETE", "/agent-api/schedules/12", None, 204, None),
+    (["complete-current"], "POST", "/agent-api/schedules/current/complete", {}, 200, task(status="completed")),
+    (["complete-current", "--reason", "v2 is out"], "POST", "/agent-api/schedules/current/complete",
+     {"reason": "v2 is out"}, 200, task(status="completed")),
+    (["whoami"], "GET", "/agent-api/whoami", None, 200,
+     {"scope": "manage", "chat_id": 3, "project_id": 1, "task_id": None, "run_id": None,
+      "expires_at": "2026-01-05T13:00:00.000Z", "owner": "owner@example.com"}),
+    (["list"], "GET", "/agent-api/schedules", None, 200, {"schedules": [task()]}),
+]
+COMMAND_IDS = ["show", "pause", "run-now", "delete", "complete", "complete-reason", "whoami", "list"]
+
+
+@pytest.mark.parametrize(("args", "method", "path", "body", "status", "reply"), COMMAND_CASES, ids=COMMAND_IDS)
+def test_each_command_calls_its_endpoint(stub: Stub, args: list[str], method: str, path: str, body: Any,
+                                         status: int, reply: Any) -> None:
+    stub.answer(method, path, status, reply)
+    result = cli(stub, *args)
+    assert result.returncode == 0, result.stderr
+    seen = only_request(stub)
+    assert (seen.method, seen.path, seen.json) == (method, path, body)
+    assert seen.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert result.stdout.strip() and result.stderr == ""
+
+
+@pytest.mark.parametrize(("args", "method", "path", "body", "status", "reply"), COMMAND_CASES, ids=COMMAND_IDS)
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_json_prints_the_apis_json_wherever_the_flag_is(stub: Stub, where: str, args: list[str], method: str,
+                                                        path: str, body: Any, status: int, reply: Any) -> None:
+    stub.answer(method, path, status, reply)
+    argv = ["--json", *args] if where == "before" else [*args, "--json"]
+    result = cli(stub, *argv)
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed == (reply if reply is not None else {"id": 12, "deleted": True})
+
+
+HUMAN_CASES = [
+    (["show", "12"], "GET", "/agent-api/schedules/12", task(last_error="boom", last_run_status="failed"),
+     ['schedule:        12 "daily news"', "status:          draft — a user must arm it in the Schedules drawer",
+      "when:            At 09:00, Monday through Friday (Europe/Paris)", "last error:      boom", "prompt:",
+      "  Goal: a news digest.", "  Each fire: read three sources."]),
+    (["pause", "12"], "POST", "/agent-api/schedules/12/pause", task(status="paused"),
+     ['paused schedule 12 "daily news"']),
+    (["run-now", "12"], "POST", "/agent-api/schedules/12/run-now", task(status="active"),
+     ['asked schedule 12 "daily news" to fire as soon as possible', "status stays active"]),
+    (["complete-current"], "POST", "/agent-api/schedules/current/complete", task(status="completed"),
+     ['completed schedule 12 "daily news"; it will not fire again']),
+    (["whoami"], "GET", "/agent-api/whoami",
+     {"scope": "complete-self", "chat_id": 3, "project_id": 1, "task_id": 12, "run_id": 40,
+      "expires_at": "2026-01-05T13:00:00.000Z", "owner": "owner@example.com"},
+     ["scope:    complete-self", "chat:     3", "task:     12", "run:      40", "owner:    owner@example.com",
+      "expires:  2026-01-05 13:00Z"]),
+]
+
+
+@pytest.mark.parametrize(("args", "method", "path", "reply", "lines"), HUMAN_CASES,
+                         ids=["show", "pause", "run-now", "complete", "whoami"])
+def test_human_output(stub: Stub, args: list[str], method: str, path: str, reply: Any, lines: list[str]) -> None:
+    stub.answer(method, path, 200, reply)
+    result = cli(stub, *args)
+    assert result.returncode == 0, result.stderr
+    for line in lines:
+        assert line in result.stdout, (line, result.stdout)
+
+
+def test_show_gives_the_next_run_in_utc_and_in_the_tasks_zone(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200,
+                task(status="active", next_run_at="2026-01-05T08:00:00.000Z"))
+    result = cli(stub, "show", "12")
+    assert "next run:        2026-01-05 08:00Z (2026-01-05 09:00 Europe/Paris)" in result.stdout
+
+
+def test_list_is_a_table_with_id_status_name_next_run_and_description(stub: Stub) -> None:
+    tasks = [task(), task(id=13, name="watch CI", status="active", next_run_at="2026-01-05T09:30:00.000Z",
+                          run_count=2, max_runs=8, description="Every 30 minutes")]
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": tasks})
+    lines = cli(stub, "list").stdout.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "NAME", "NEXT", "RUN", "RUNS", "DESCRIPTION"]
+    assert lines[1].split()[:4] == ["12", "draft", "daily", "news"]
+    assert lines[1].endswith("At 09:00, Monday through Friday (Europe/Paris)")
+    assert lines[2].split()[:7] == ["13", "active", "watch", "CI", "2026-01-05", "09:30Z", "2/8"]
+    assert lines[2].endswith("Every 30 minutes")
+    assert "drafts do not fire until a user arms them" in lines[3]
+
+
+def test_list_of_an_empty_chat(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": []})
+    result = cli(stub, "list")
+    assert (result.returncode, result.stdout) == (0, "no schedules in this chat\n")
+
+
+def test_delete_human_output(stub: Stub) -> None:
+    stub.answer("DELETE", "/agent-api/schedules/12", 204)
+    result = cli(stub, "delete", "12")
+    assert (result.returncode, result.stdout) == (0, "deleted schedule 12\n")
+
+
+@pytest.mark.parametrize("command", ["arm", "resume"])
+def test_arm_and_resume_are_refused_with_the_apis_sentence(stub: Stub, command: str) -> None:
+    stub.answer("POST", f"/agent-api/schedules/12/{command}", 403,
+                error("forbidden", "only a user can arm or resume a schedule"))
+    result = cli(stub, command, "12")
+    assert result.returncode == 1
+    assert only_request(stub).path == f"/agent-api/schedules/12/{command}"
+    assert "only a user can arm or resume a schedule" in result.stderr
+    assert "Schedules drawer" in result.stderr
+    assert result.stdout == ""
+
+
+# -- cancel by idempotency key ----------------------------------------------------------------
+
+def test_cancel_deletes_the_task_with_that_key(stub: Stub) -> None:
+    tasks = [task(id=5, idempotency_key="other"), task(id=12, idempotency_key="news"), task(id=14)]
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": tasks})
+    stub.answer("DELETE", "/agent-api/schedules/12", 204)
+    result = cli(stub, "cancel", "--idempotency-key", "news")
+    assert result.returncode == 0, result.stderr
+    assert [(r.method, r.path) for r in stub.requests] == [("GET", "/agent-api/schedules"),
+                                                          ("DELETE", "/agent-api/schedules/12")]
+    assert result.stdout == 'deleted schedule 12 "daily news" (idempotency key \'news\')\n'
+
+
+def test_cancel_json(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": [task(idempotency_key="news")]})
+    stub.answer("DELETE", "/agent-api/schedules/12", 204)
+    printed = json.loads(cli(stub, "cancel", "--idempotency-key", "news", "--json").stdout)
+    assert printed["id"] == 12 and printed["deleted"] is True and printed["idempotency_key"] == "news"
+
+
+def test_cancel_of_an_unknown_key_deletes_nothing_and_exits_1(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": [task(idempotency_key="other")]})
+    result = cli(stub, "cancel", "--idempotency-key", "news")
+    assert result.returncode == 1
+    assert [r.method for r in stub.requests] == ["GET"]
+    assert "no schedule in this chat has idempotency key 'news'" in result.stderr
+
+
+# -- API refusals: exit 1, or 3 for the token ---------------------------------------------------
+
+REFUSALS = [
+    (400, error("invalid", "schedule.timezone: unknown IANA timezone 'Mars/Olympus'"), 1,
+     "schedule.timezone: unknown IANA timezone 'Mars/Olympus' (HTTP 400)"),
+    (403, error("forbidden", "a scheduled fire's token can only complete its own task (complete-current)"), 1,
+     "a scheduled fire's token can only complete its own task"),
+    (404, error("not_found", "no schedule with id 12"), 1, "no schedule with id 12 (HTTP 404)"),
+    (409, error("conflict", "a draft cannot run; a user must arm it first"), 1, "a draft cannot run"),
+    (413, error("too_large", "request body over 65536 bytes"), 1, "request body over 65536 bytes (HTTP 413)"),
+    (401, error("unauthorized", "this schedule token has expired"), 3, "this schedule token has expired"),
+    (401, error("unauthorized", "unknown schedule token"), 3, "SCHEDULE_API_TOKEN"),
+    (500, b"<html>Internal Server Error</html>", 1,
+     "the schedule API answered Internal Server Error: <html>Internal Server Error</html> (HTTP 500)"),
+    (502, b"", 1, "the schedule API answered Bad Gateway (HTTP 502)"),
+]
+
+
+@pytest.mark.parametrize(("status", "body", "code", "message"), REFUSALS,
+                         ids=["400", "403", "404", "409", "413", "401-expired", "401-unknown", "500-html",
+                              "502-empty"])
+def test_api_refusals_map_to_exit_codes_with_the_message_on_stderr(stub: Stub, status: int, body: Any, code: int,
+                                                                   message: str) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", status, body)
+    result = cli(stub, "show", "12")
+    assert result.returncode == code
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_json_refusal_prints_the_apis_error_body(stub: Stub) -> None:
+    body = error("not_found", "no schedule with id 12")
+    stub.answer("POST", "/agent-api/schedules/12/pause", 404, body)
+    result = cli(stub, "--json", "pause", "12")
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == body
+    assert "no schedule with id 12" in result.stderr
+
+
+def test_a_create_refused_by_the_api_exits_1(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 400, error("invalid", "schedule.every_seconds: below the minimum"))
+    result = cli(stub, "create", "--name", "n", "--prompt", "p", "--every", "5")
+    assert result.returncode == 1
+    assert "schedule.every_seconds: below the minimum" in result.stderr
+
+
+# -- environment and connectivity ----------------------------------------------------------------
+
+def test_missing_url_exits_3_naming_the_variable(stub: Stub) -> None:
+    result = run("list", url=None)
+    assert result.returncode == 3
+    assert "SCHEDULE_API_URL is not set" in result.stderr
+    assert stub.requests == []
+
+
+def test_missing_token_exits_3_naming_the_variable(stub: Stub) -> None:
+    result = run("list", url=stub.url, token=None)
+    assert result.returncode == 3
+    assert "SCHEDULE_API_TOKEN is not set" in result.stderr
+    assert stub.requests == []
+
+
+def test_url_that_is_not_http_exits_3() -> None:
+    result = run("list", url="127.0.0.1:3000")
+    assert result.returncode == 3
+    assert "SCHEDULE_API_URL='127.0.0.1:3000' is not an http(s) URL" in result.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_api_exits_1_naming_the_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = run("list", url=url)
+    assert result.returncode == 1
+    assert f"cannot reach the schedule API at SCHEDULE_API_URL={url}" in result.stderr
+
+
+@pytest.mark.parametrize("suffix", ["/", "/agent-api", "/agent-api/"])
+def test_base_url_variants_reach_the_same_paths(stub: Stub, suffix: str) -> None:
+    stub.answer("GET", "/agent-api/whoami", 200, {"scope": "manage"})
+    result = run("whoami", url=stub.url + suffix)
+    assert result.returncode == 0, result.stderr
+    assert only_request(stub).path == "/agent-api/whoami"
+
+
+# -- usage errors: exit 2, nothing sent -------------------------------------------------------
+
+CREATE = ["create", "--name", "n"]
+USAGE_ERRORS = [
+    ([], "COMMAND"),
+    (["frobnicate"], "invalid choice"),
+    (["create", "--prompt", "p", "--every", "60"], "--name"),
+    ([*CREATE, "--every", "60"], "one of the arguments --prompt --prompt-file is required"),
+    ([*CREATE, "--prompt", "p", "--prompt-file", "f", "--every", "60"], "not allowed with argument"),
+    ([*CREATE, "--prompt", "p"], "one of the arguments --cron --at --every is required"),
+    ([*CREATE, "--prompt", "p", "--cron", "0 9 * * *"], "--cron needs --tz"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--tz", "UTC"], "--tz only applies to --cron"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--cron", "* * * * *", "--tz", "UTC"], "not allowed with argument"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--at", "+1h"], "not allowed with argument"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--max-runs", "0"], "--max-runs"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--max-runs", "-1"], "--max-runs"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--max-runs", "ten"], "--max-runs"),
+    ([*CREATE, "--prompt", "p", "--every", "0"], "--every"),
+    ([*CREATE, "--prompt", "p", "--every", "soon"], "--every"),
+    ([*CREATE, "--prompt", "p", "--at", "2026-03-02T09:00:00"], "has no UTC offset"),
+    ([*CREATE, "--prompt", "p", "--at", "tomorrow"], "is not a time"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--overlap", "always"], "invalid choice"),
+    ([*CREATE, "--prompt", "   ", "--every", "60"], "the prompt is empty"),
+    ([*CREATE, "--prompt-file", "no-such-file.md", "--every", "60"], "cannot read 'no-such-file.md'"),
+    (["show"], "ID"),
+    (["show", "twelve"], "must be a whole number"),
+    (["pause", "0"], "must be a whole number"),
+    (["cancel"], "--idempotency-key"),
+    (["list", "--verbose"], "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) or "nothing" for a, _ in USAGE_ERRORS])
+def test_usage_errors_exit_2_and_send_nothing(stub: Stub, tmp_path: Path, argv: list[str], message: str) -> None:
+    result = cli(stub, *argv, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "usage:" in result.stderr
+    assert stub.requests == []
+
+
+def test_usage_errors_win_over_a_missing_environment() -> None:
+    result = run("create", "--name", "n", url=None, token=None)
+    assert result.returncode == 2
+
+
+def test_empty_stdin_prompt_is_a_usage_error(stub: Stub) -> None:
+    result = cli(stub, *CREATE, "--prompt-file", "-", "--every", "60", stdin="")
+    assert result.returncode == 2 and "the prompt is empty" in result.stderr
+    assert stub.requests == []
+
+
+# -- help ----------------------------------------------------------------------------------------
+
+COMMANDS = ["create", "list", "show", "pause", "arm", "resume", "run-now", "delete", "cancel", "complete-current",
+            "whoami"]
+
+
+def test_main_help_teaches_drafts_user_only_arming_and_exit_codes() -> None:
+    result = run("--help", url=None, token=None)
+    assert result.returncode == 0
+    text = result.stdout
+    for needle in ["DRAFTS", "Schedules drawer", "reserved for users", "SCHEDULE_API_URL", "SCHEDULE_API_TOKEN",
+                   "--json", "exit codes:", "  0  success", "  1  the API refused", "  2  usage error",
+                   "  3  no usable credentials", "examples:", "--cron \"0 9 * * 1-5\" --tz Europe/Paris",
+                   *COMMANDS]:
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example_and_the_exit_codes(command: str) -> None:
+    result = run(command, "--help", url=None, token=None)
+    assert result.returncode == 0
+    assert f"usage: remote-schedule {command}" in result.stdout
+    assert f"remote-schedule {command}" in result.stdout.split("example", 1)[1]
+    assert "exit codes:" in result.stdout and "3  no usable credentials" in result.stdout
+
+
+def test_create_help_explains_drafts_timing_and_completion_conditions() -> None:
+    text = run("create", "--help", url=None, token=None).stdout
+    for needle in ["DRAFT", "Schedules drawer", "IANA timezone", "host's local time is never",
+                   "--prompt-file", "'-' for stdin", "observable completion condition", "--max-runs",
+                   "--idempotency-key", "+30m", "@daily"]:
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize("command", ["arm", "resume"])
+def test_arm_and_resume_help_say_they_are_for_users(command: str) -> None:
+    text = run(command, "--help", url=None, token=None).stdout
+    assert "reserved" in text and "user" in text and "exit 1" in text
