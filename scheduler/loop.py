@@ -116,15 +116,16 @@ class Loop:
                               owner=dispatch.owner, text=text, fresh_session=dispatch.fresh_session,
                               previous_output=dispatch.previous_output)
         now = self.clock.now()
+        self._in_flight[dispatch.task_run_id] = dispatch  # before start: a fast turn may finish first
         try:
             run_id = self.executor.start(request, lambda outcome: self._finished(dispatch, outcome))
         except ChatBusy:
+            self._in_flight.pop(dispatch.task_run_id, None)
             claims.release_busy(self.db, self.clock.now(), dispatch, self.config.limits)
             return
         except ChatGone as exc:
             self._finished(dispatch, TurnOutcome(False, "", f"the chat is gone: {exc}"))
             return
-        self._in_flight[dispatch.task_run_id] = dispatch
         claims.mark_started(self.db, now, dispatch, run_id)
         self.stats.fires += 1
         lateness = (now - dispatch.occurrence_at).total_seconds() * 1000

@@ -20,6 +20,7 @@ from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.core.models import User
+from app.core.text import storable
 from scheduler import timing
 from scheduler.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
 from scheduler.protocols import NullWaker, Waker
@@ -310,7 +311,7 @@ class TaskService:
 def _text(value: object, field: str, limit: int) -> str:
     if not isinstance(value, str):
         raise InvalidInput(field, "must be a string")
-    text = value.strip()
+    text = storable(value, field).strip()
     if not text:
         raise InvalidInput(field, "must not be empty")
     if len(text) > limit:
@@ -321,7 +322,7 @@ def _text(value: object, field: str, limit: int) -> str:
 def _prompt(value: object, max_bytes: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("prompt", "must be a non-empty string")
-    if len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+    if len(storable(value, "prompt").encode("utf-8")) > max_bytes:
         raise InvalidInput("prompt", f"must be at most {max_bytes} bytes of UTF-8")
     return value
 

@@ -16,6 +16,7 @@ from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import User
+from app.core.text import storable
 
 router = APIRouter(prefix="/api")
 CoreDep = Annotated[Core, Depends(core_of)]
@@ -108,7 +109,7 @@ def list_events(cid: Id, core: CoreDep, user: UserDep,
 @router.post("/chats/{cid}/prompts", status_code=202)
 def post_prompt(cid: Id, body: PromptIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chats.get_chat(core.db, user, cid)
-    text = body.text.strip()
+    text = storable(body.text, "text").strip()
     if not text:
         raise InvalidInput("text", "must not be empty")
     if len(text.encode()) > core.settings.prompt_max_bytes:

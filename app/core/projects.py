@@ -11,6 +11,7 @@ from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import Membership, Project, User
+from app.core.text import storable
 from app.core.workspace import ensure_workspace, publish_assets
 
 MAX_NAME = 120
@@ -20,7 +21,7 @@ def clean_name(value: object, field: str = "name", limit: int = MAX_NAME) -> str
     """A trimmed 1..limit character name; raises InvalidInput naming ``field``."""
     if not isinstance(value, str):
         raise InvalidInput(field, "must be a string")
-    text = value.strip()
+    text = storable(value, field).strip()
     if not text:
         raise InvalidInput(field, "must not be empty")
     if len(text) > limit:

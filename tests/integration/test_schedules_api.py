@@ -536,9 +536,6 @@ UNSTORABLE_TEXT = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scheduler/service.py _text/_prompt accept NUL and lone surrogates: PostgreSQL answers 500 for NUL, "
-    "both databases answer 500 for a lone surrogate, SQLite stores NUL (201) instead of refusing it"))
 @pytest.mark.parametrize(("method", "path", "raw", "field"), [c[1:] for c in UNSTORABLE_TEXT],
                          ids=[c[0] for c in UNSTORABLE_TEXT])
 def test_text_that_cannot_be_stored_is_400_naming_the_field(shared: World, method: str, path: str, raw: str,

@@ -10,6 +10,7 @@ from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
+from app.core.text import storable
 from app.ui.state.nav import NavState
 from app.ui.transcript import merge_events
 
@@ -84,6 +85,7 @@ class ChatState(NavState):
         try:
             user = self._user()
             await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
+            storable(text, "text")
             if len(text.encode()) > core.settings.prompt_max_bytes:
                 raise InvalidInput("text", f"the message is longer than {core.settings.prompt_max_bytes} bytes")
             await asyncio.to_thread(core.prompts.start, self.chat_id, text)
