@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from app.core.models import Event, EventType
 
 HIDDEN = {EventType.RUN_STARTED.value, EventType.RUN_FINISHED.value}
+# The first line of a fire's envelope (scheduler.decisions.envelope) and the stored prompt after it.
+_ENVELOPE = re.compile(
+    r'\A\[scheduled task "(?P<name>.*)", fire (?P<fire>[^\]\s]+)\]\n\n'
+    r"(?P<body>.*?)(?:\n\nContinue the standing task|\Z)",
+    re.S,
+)
+
+
+def envelope_parts(text: str) -> tuple[str, str, str]:
+    """(task name, "3/12", stored prompt) of a scheduled prompt; ("", "", text) if it is not an envelope."""
+    match = _ENVELOPE.match(text)
+    if match is None:
+        return "", "", text
+    return match["name"], match["fire"], match["body"].strip()
+
+
+def _row(event: Event, run: str) -> dict[str, str]:
+    row = {"id": str(event.id), "type": event.type, "text": event.text, "run_id": run,
+           "task": "", "fire": "", "body": ""}
+    if event.type == EventType.SCHEDULED_PROMPT.value:
+        row["task"], row["fire"], row["body"] = envelope_parts(event.text)
+    return row
 
 
 def merge_events(rows: list[dict[str, str]], events: Iterable[Event]) -> list[dict[str, str]]:
-    """Append ``events`` to ``rows`` (a new list); consecutive assistant text of one run is joined."""
+    """Append ``events`` to ``rows`` (a new list); consecutive assistant text of one run is joined.
+
+    A scheduled prompt's row also carries ``task``, ``fire`` and ``body`` parsed from its envelope.
+    """
     out = list(rows)
     for event in events:
         if event.type in HIDDEN:
@@ -21,5 +47,5 @@ def merge_events(rows: list[dict[str, str]], events: Iterable[Event]) -> list[di
                 and last["type"] == event.type and last["run_id"] == run):
             out[-1] = {**last, "text": last["text"] + event.text}
         else:
-            out.append({"id": str(event.id), "type": event.type, "text": event.text, "run_id": run})
+            out.append(_row(event, run))
     return out

@@ -7,16 +7,42 @@ import reflex as rx
 from app.ui.state.chat import ChatState
 
 
+def _scheduled(row: dict) -> rx.Component:
+    """A fire: who sent it (the task, which fire), the stored prompt, and the full envelope folded."""
+    return rx.box(
+        rx.hstack(
+            rx.icon("alarm-clock", size=14, color="var(--amber-11)"),
+            rx.text("Scheduled task ", rx.el.strong(row["task"]), size="2", color="var(--amber-12)"),
+            rx.badge("fire ", row["fire"], color_scheme="amber", variant="surface", size="1"),
+            align="center", spacing="2", custom_attrs={"data-testid": "scheduled-header"},
+        ),
+        rx.text(row["body"], white_space="pre-wrap", size="2", margin_top="0.35em"),
+        rx.el.details(
+            rx.el.summary("Full prompt sent to the agent", cursor="pointer", color="var(--amber-11)",
+                          font_size="var(--font-size-1)", margin_top="0.4em"),
+            rx.el.pre(row["text"], white_space="pre-wrap", font_family="var(--code-font-family)",
+                      font_size="var(--font-size-1)", color="var(--gray-11)", margin="0.4em 0 0",
+                      padding="0.6em", background="var(--gray-a2)", border_radius="8px"),
+        ),
+        align_self="flex-end", max_width="75%", padding="0.6em 0.9em", border_radius="12px",
+        background="var(--amber-2)", border="1px solid var(--amber-6)",
+        custom_attrs={"data-testid": "event", "data-type": row["type"], "data-run-id": row["run_id"]},
+    )
+
+
 def _event(row: dict) -> rx.Component:
     kind = row["type"]
-    return rx.box(
-        rx.text(row["text"], white_space="pre-wrap", size="2"),
-        align_self=rx.cond((kind == "prompt") | (kind == "scheduled_prompt"), "flex-end", "flex-start"),
-        background=rx.match(kind, ("prompt", "var(--accent-4)"), ("scheduled_prompt", "var(--amber-3)"),
-                            ("error", "var(--red-3)"), "var(--gray-3)"),
-        color=rx.cond(kind == "error", "var(--red-11)", "inherit"),
-        padding="0.6em 0.9em", border_radius="12px", max_width="75%",
-        custom_attrs={"data-testid": "event", "data-type": kind, "data-run-id": row["run_id"]},
+    return rx.cond(
+        kind == "scheduled_prompt",
+        _scheduled(row),
+        rx.box(
+            rx.text(row["text"], white_space="pre-wrap", size="2"),
+            align_self=rx.cond(kind == "prompt", "flex-end", "flex-start"),
+            background=rx.match(kind, ("prompt", "var(--accent-4)"), ("error", "var(--red-3)"), "var(--gray-3)"),
+            color=rx.cond(kind == "error", "var(--red-11)", "inherit"),
+            padding="0.6em 0.9em", border_radius="12px", max_width="75%",
+            custom_attrs={"data-testid": "event", "data-type": kind, "data-run-id": row["run_id"]},
+        ),
     )
 
 
