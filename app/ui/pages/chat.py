@@ -1,12 +1,14 @@
-"""The chat page: header, live transcript, composer."""
+"""The chat page: header (skills, Schedules drawer), live transcript, composer."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from app.ui.components.layout import frame
+from app.ui.components.schedules import schedules_drawer
 from app.ui.components.transcript import composer, transcript
 from app.ui.state.chat import ChatState
+from app.ui.state.schedules import ScheduleState
 
 
 def _header() -> rx.Component:
@@ -15,13 +17,17 @@ def _header() -> rx.Component:
         rx.spacer(),
         rx.cond(
             ChatState.project_chat,
-            rx.el.label(
-                rx.hstack(
-                    rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
-                              custom_attrs={"data-testid": "skill-scheduled-tasks"}),
-                    rx.text("Scheduled tasks", size="2"),
-                    align="center",
+            rx.hstack(
+                rx.el.label(
+                    rx.hstack(
+                        rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
+                                  custom_attrs={"data-testid": "skill-scheduled-tasks"}),
+                        rx.text("Scheduled tasks", size="2"),
+                        align="center",
+                    ),
                 ),
+                schedules_drawer(),
+                align="center", spacing="4",
             ),
         ),
         align="center", padding="1em", border_bottom="1px solid var(--gray-5)", width="100%",
@@ -38,4 +44,4 @@ def chat_page() -> rx.Component:
     )
 
 
-ON_LOAD = [ChatState.require_login, ChatState.load_nav, ChatState.open_chat]
+ON_LOAD = [ChatState.require_login, ChatState.load_nav, ChatState.open_chat, ScheduleState.enter_chat]

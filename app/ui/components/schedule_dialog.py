@@ -1,0 +1,179 @@
+"""The new/edit schedule dialog: kind-specific fields, live preview, inline errors."""
+
+from __future__ import annotations
+
+import zoneinfo
+
+import reflex as rx
+
+from app.ui.state.schedule_form import ScheduleFormState as F
+
+ZONE_LIST_ID = "cc-timezones"
+
+
+def _zone_options() -> rx.Component:
+    """Every IANA zone the server knows, for the searchable timezone input (static: built once)."""
+    zones = sorted(z for z in zoneinfo.available_timezones() if "/" in z or z == "UTC")
+    return rx.el.datalist(*[rx.el.option(value=zone) for zone in zones], id=ZONE_LIST_ID)
+
+
+def _label(text: str, html_for: str) -> rx.Component:
+    return rx.el.label(text, html_for=html_for, style={"font_size": "var(--font-size-2)", "font_weight": "500"})
+
+
+def _invalid(name: str) -> rx.Var:
+    return F.error_input == name
+
+
+def _input(field: str, testid: str, attrs: dict | None = None, **props: object) -> rx.Component:
+    return rx.input(
+        value=getattr(F, field), on_change=lambda value: F.set_field(field, value), id=f"schedule-{field}",
+        width="100%", size="2", color_scheme=rx.cond(_invalid(field), "red", "gray"), variant="surface",
+        custom_attrs={"data-testid": testid, "aria-invalid": _invalid(field), **(attrs or {})},
+        **props,
+    )
+
+
+def _field(label: str, control: rx.Component, html_for: str, hint: str = "") -> rx.Component:
+    helper = [rx.text(hint, size="1", color_scheme="gray")] if hint else []
+    return rx.vstack(_label(label, html_for), control, *helper, spacing="1", width="100%")
+
+
+def _timezone() -> rx.Component:
+    return _field("Time zone", _input("timezone", "schedule-form-timezone", placeholder="Europe/Paris",
+                                      auto_complete="off", attrs={"list": ZONE_LIST_ID}),
+                  "schedule-timezone", "Type to search IANA zones")
+
+
+def _when() -> rx.Component:
+    """The kind switch and the fields of that kind."""
+    return rx.vstack(
+        rx.segmented_control.root(
+            rx.segmented_control.item("Once", value="once"),
+            rx.segmented_control.item("Cron", value="cron"),
+            rx.segmented_control.item("Interval", value="interval"),
+            value=F.kind, on_change=lambda value: F.set_field("kind", value), width="100%",
+            custom_attrs={"data-testid": "schedule-form-kind", "aria-label": "Kind of schedule"},
+        ),
+        rx.match(
+            F.kind,
+            ("cron", rx.grid(
+                _field("Cron expression", _input("cron", "schedule-form-cron", placeholder="0 9 * * 1-5",
+                                                 font_family="var(--code-font-family)", auto_complete="off"),
+                       "schedule-cron", "minute hour day month weekday"),
+                _timezone(), columns="2", spacing="3", width="100%")),
+            ("once", rx.grid(
+                _field("Date and time", _input("at", "schedule-form-at", type="datetime-local"), "schedule-at",
+                       "Wall-clock time in that zone"),
+                _timezone(), columns="2", spacing="3", width="100%")),
+            _field("Every", rx.hstack(
+                _input("every", "schedule-form-every", type="number", min="1", step="1"),
+                rx.text("seconds", size="2", color_scheme="gray"), align="center", width="100%"),
+                "schedule-every"),
+        ),
+        spacing="3", width="100%",
+    )
+
+
+def _fire(fire: dict) -> rx.Component:
+    return rx.hstack(
+        rx.icon("clock", size=13, color="var(--gray-10)"),
+        rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
+        rx.spacer(),
+        rx.text(fire["relative"], size="1", color_scheme="gray"),
+        align="center", width="100%", custom_attrs={"data-testid": "schedule-form-fire"},
+    )
+
+
+def _preview() -> rx.Component:
+    return rx.box(
+        rx.cond(
+            F.description != "",
+            rx.vstack(
+                rx.hstack(rx.icon("calendar-check", size=15, color="var(--accent-11)"),
+                          rx.text(F.description, size="2", weight="medium",
+                                  custom_attrs={"data-testid": "schedule-form-description"}),
+                          align="center", spacing="2"),
+                rx.foreach(F.fires, _fire),
+                spacing="1", width="100%",
+            ),
+            rx.text("The next fire times appear here as you type.", size="2", color_scheme="gray"),
+        ),
+        custom_attrs={"data-testid": "schedule-form-preview", "aria-live": "polite"},
+        width="100%", padding="10px 12px", border_radius="var(--radius-3)", background="var(--accent-a2)",
+        border="1px solid var(--accent-a4)",
+    )
+
+
+def _select(field: str, testid: str, options: list[tuple[str, str]]) -> rx.Component:
+    return rx.select.root(
+        rx.select.trigger(width="100%", id=f"schedule-{field}", custom_attrs={"data-testid": testid}),
+        rx.select.content(*[rx.select.item(text, value=value) for value, text in options]),
+        value=getattr(F, field), on_change=lambda value: F.set_field(field, value), size="2",
+    )
+
+
+def _options() -> rx.Component:
+    return rx.grid(
+        _field("When busy", _select("overlap", "schedule-form-overlap",
+                                    [("queue_one", "Queue one"), ("skip", "Skip it")]),
+               "schedule-overlap"),
+        _field("Session", _select("session", "schedule-form-session",
+                                  [("resume", "Continue chat"), ("fresh", "Fresh session")]),
+               "schedule-session"),
+        _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
+                                  placeholder="no limit"), "schedule-max_runs"),
+        columns="3", spacing="3", width="100%",
+    )
+
+
+def _error() -> rx.Component:
+    return rx.cond(
+        F.error != "",
+        rx.callout.root(rx.callout.icon(rx.icon("circle-alert", size=16)), rx.callout.text(F.error),
+                        color_scheme="red", size="1", width="100%", role="alert",
+                        custom_attrs={"data-testid": "schedule-form-error"}),
+    )
+
+
+def _footer() -> rx.Component:
+    return rx.hstack(
+        rx.dialog.close(rx.button("Cancel", variant="soft", color_scheme="gray",
+                                  custom_attrs={"data-testid": "schedule-form-cancel"})),
+        rx.button(rx.cond(F.saving, rx.spinner(size="1"), rx.icon("check", size=15)),
+                  rx.cond(F.editing_id != 0, "Save changes", "Create schedule"),
+                  on_click=F.save, disabled=~F.valid | F.saving,
+                  custom_attrs={"data-testid": "schedule-form-save"}),
+        justify="end", spacing="3", width="100%",
+    )
+
+
+def schedule_dialog() -> rx.Component:
+    """Modal: focus stays inside, Escape closes; Save stays disabled while anything is invalid."""
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title(rx.cond(F.editing_id != 0, "Edit schedule", "New schedule"), size="5"),
+            rx.dialog.description("A standing prompt the agent receives in this chat on schedule.", size="2",
+                                  color_scheme="gray", margin_bottom="1em"),
+            rx.vstack(
+                _field("Name", _input("name", "schedule-form-name", placeholder="standup", max_length=120),
+                       "schedule-name"),
+                _field("Prompt", rx.text_area(
+                    value=F.prompt, on_change=lambda value: F.set_field("prompt", value), id="schedule-prompt",
+                    rows="4", width="100%", placeholder="What should the agent do each time?",
+                    color_scheme=rx.cond(_invalid("prompt"), "red", "gray"),
+                    custom_attrs={"data-testid": "schedule-form-prompt"}), "schedule-prompt"),
+                _when(),
+                _preview(),
+                _options(),
+                _error(),
+                _footer(),
+                _zone_options(),
+                spacing="4", width="100%",
+            ),
+            max_width="600px",
+            custom_attrs={"data-testid": "schedule-form"},
+        ),
+        open=F.form_open,
+        on_open_change=F.set_form_open,
+    )

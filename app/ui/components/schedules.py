@@ -1,0 +1,299 @@
+"""The Schedules drawer: header button, 7-day timeline, one card per task, run history."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from app.ui.components.schedule_dialog import schedule_dialog
+from app.ui.schedule_views import Marker, RunRow, TaskRow, Tick
+from app.ui.state.schedule_form import ScheduleFormState
+from app.ui.state.schedules import ScheduleState
+
+DRAWER_WIDTH = "min(520px, 100vw)"
+RUN_STYLE = {
+    "display": "flex", "flex_direction": "column", "gap": "2px", "width": "100%", "text_align": "left",
+    "padding": "6px 8px", "border_radius": "var(--radius-2)", "background": "transparent", "border": "none",
+    "cursor": "pointer", "color": "inherit", "font": "inherit",
+    "&:hover:not(:disabled)": {"background": "var(--gray-a3)"},
+    "&:focus-visible": {"outline": "2px solid var(--focus-8)"},
+    "&:disabled": {"cursor": "default"},
+}
+
+
+def _tid(name: str, **extra: object) -> dict:
+    return {"data-testid": name, **extra}
+
+
+def schedules_button() -> rx.Component:
+    """The header control (project chats only) that opens the drawer."""
+    return rx.button(
+        rx.icon("calendar-clock", size=16), "Schedules",
+        rx.cond(ScheduleState.task_count > 0,
+                rx.badge(ScheduleState.task_count, variant="solid", radius="full", size="1")),
+        variant="soft", size="2", aria_label="Open the schedules of this chat",
+        custom_attrs=_tid("schedules-button"),
+    )
+
+
+def _marker(marker: Marker) -> rx.Component:
+    return rx.tooltip(
+        rx.box(position="absolute", left=marker.left, top=f"calc({marker.top} + 2px)", width="8px", height="8px",
+               margin_left="-4px", border_radius="50%", background=f"var(--{marker.color}-9)",
+               box_shadow="0 0 0 1.5px var(--color-panel-solid)",
+               custom_attrs={"data-testid": "timeline-marker", "aria-label": marker.label, "role": "img"}),
+        content=marker.label,
+    )
+
+
+def _tick_line(tick: Tick) -> rx.Component:
+    return rx.box(position="absolute", left=tick.left, top="-4px", bottom="-4px",
+                  border_left="1px dashed var(--gray-a6)")
+
+
+def _tick_label(tick: Tick) -> rx.Component:
+    return rx.text(tick.label, size="1", color_scheme="gray", position="absolute", left=tick.left,
+                   padding_left="4px", white_space="nowrap")
+
+
+def timeline() -> rx.Component:
+    """The chat's fires over the next 7 days, positioned by time, one lane per task."""
+    return rx.box(
+        rx.hstack(rx.text("Next 7 days", size="1", weight="medium", color_scheme="gray"), rx.spacer(),
+                  rx.text(ScheduleState.fire_total, size="1", color_scheme="gray"), width="100%"),
+        rx.box(
+            rx.foreach(ScheduleState.ticks, _tick_line),
+            rx.foreach(ScheduleState.markers, _marker),
+            position="relative", height=ScheduleState.lanes_height, margin_top="10px",
+        ),
+        rx.box(rx.foreach(ScheduleState.ticks, _tick_label), position="relative", height="18px", margin_top="6px"),
+        custom_attrs=_tid("schedules-timeline"),
+        width="100%", padding="10px 12px 6px", border_radius="var(--radius-3)", background="var(--gray-a2)",
+        border="1px solid var(--gray-a4)",
+    )
+
+
+def _stat(label: str, *value: rx.Component, testid: str, title: object = "") -> rx.Component:
+    return rx.vstack(
+        rx.text(label, size="1", color_scheme="gray", weight="medium", text_transform="uppercase",
+                letter_spacing="0.04em"),
+        rx.hstack(*value, spacing="1", align="center", custom_attrs={"data-testid": testid, "title": title}),
+        spacing="0", min_width="0",
+    )
+
+
+def _stats(row: TaskRow) -> rx.Component:
+    return rx.grid(
+        _stat("Next run", rx.text(row.next_rel, size="2", weight="medium"), testid="schedule-next-run",
+              title=row.next_abs),
+        _stat("Last run",
+              rx.text(row.last_rel, size="2"),
+              rx.cond(row.last_status != "",
+                      rx.badge(row.last_status, color_scheme=row.last_color, variant="soft", size="1")),
+              testid="schedule-last-run", title=row.last_abs),
+        _stat("Runs", rx.text(row.runs, size="2"), testid="schedule-run-count"),
+        columns="3", spacing="3", width="100%",
+    )
+
+
+def _icon_action(icon: str, label: str, testid: str, on_click: rx.EventSpec, **props: object) -> rx.Component:
+    return rx.tooltip(
+        rx.icon_button(rx.icon(icon, size=15), variant="ghost", size="2", aria_label=label,
+                       on_click=on_click, custom_attrs=_tid(testid), **props),
+        content=label,
+    )
+
+
+def _actions(row: TaskRow) -> rx.Component:
+    act = ScheduleState.act
+    return rx.hstack(
+        rx.cond(row.can_arm, rx.button(rx.icon("power", size=14), "Arm", size="1", on_click=act("arm", row.id),
+                                       aria_label="Arm this schedule", custom_attrs=_tid("schedule-arm"))),
+        rx.cond(row.can_pause, rx.button(rx.icon("pause", size=14), "Pause", size="1", variant="soft",
+                                         color_scheme="amber", on_click=act("pause", row.id),
+                                         aria_label="Pause this schedule", custom_attrs=_tid("schedule-pause"))),
+        rx.cond(row.can_resume, rx.button(rx.icon("play", size=14), "Resume", size="1", variant="soft",
+                                          color_scheme="grass", on_click=act("resume", row.id),
+                                          aria_label="Resume this schedule", custom_attrs=_tid("schedule-resume"))),
+        rx.button(rx.icon("zap", size=14), "Run now", size="1", variant="outline", disabled=~row.can_run_now,
+                  on_click=act("run_now", row.id), aria_label="Run this schedule now",
+                  title=rx.cond(row.can_run_now, "Fire once now", "A draft must be armed first"),
+                  custom_attrs=_tid("schedule-run-now")),
+        rx.spacer(),
+        rx.tooltip(rx.hstack(rx.icon("user-round", size=13, color="var(--gray-10)"),
+                             rx.text(row.owner, size="1", color_scheme="gray", max_width="160px",
+                                     overflow="hidden", text_overflow="ellipsis", white_space="nowrap",
+                                     custom_attrs=_tid("schedule-owner")),
+                             align="center", spacing="1"),
+                   content="Owner: the fires run with this user's access"),
+        _icon_action("history", "Run history", "schedule-history-toggle",
+                     ScheduleState.toggle_history(row.id)),
+        _icon_action("pencil", "Edit schedule", "schedule-edit", ScheduleFormState.open_edit(row.id)),
+        _icon_action("trash-2", "Delete schedule", "schedule-delete", ScheduleState.ask_delete(row.id, row.name),
+                     color_scheme="red"),
+        align="center", spacing="2", width="100%", padding_top="4px",
+    )
+
+
+def _run(run: RunRow) -> rx.Component:
+    return rx.el.button(
+        rx.hstack(
+            rx.badge(run.status, color_scheme=run.color, variant="soft", size="1"),
+            rx.text(run.fire, " · ", run.trigger, size="1", weight="medium"),
+            rx.spacer(),
+            rx.text(run.duration, size="1", color_scheme="gray"),
+            align="center", width="100%",
+        ),
+        rx.text("planned ", run.nominal, " · started ", run.actual, " (", run.late, ")", size="1",
+                color_scheme="gray", text_align="left"),
+        rx.cond(run.error != "", rx.text(run.error, size="1", color_scheme="red", text_align="left")),
+        on_click=ScheduleState.show_run(run.run_id),
+        disabled=run.run_id == "",
+        aria_label="Show this fire in the transcript",
+        custom_attrs={"data-testid": "schedule-run", "data-run-id": run.run_id, "data-status": run.status},
+        style=RUN_STYLE,
+    )
+
+
+def _history(row: TaskRow) -> rx.Component:
+    return rx.vstack(
+        rx.cond(row.history.length() > 0, rx.foreach(row.history, _run),
+                rx.text("No fires yet.", size="1", color_scheme="gray")),
+        spacing="1", width="100%", padding_top="4px", border_top="1px solid var(--gray-a4)",
+        custom_attrs=_tid("schedule-history"),
+    )
+
+
+def _row(row: TaskRow) -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            rx.hstack(
+                rx.box(width="8px", height="8px", border_radius="50%", background=f"var(--{row.accent}-9)",
+                       flex_shrink="0"),
+                rx.text(row.name, size="3", weight="bold", trim="both", custom_attrs=_tid("schedule-name")),
+                rx.spacer(),
+                rx.cond(row.created_by == "agent",
+                        rx.tooltip(rx.badge(rx.icon("bot", size=12), "agent", size="1", variant="outline",
+                                            color_scheme="gray"), content="Proposed by the agent")),
+                rx.cond(row.pending != "", rx.badge(row.pending, variant="outline", size="1", color_scheme="blue")),
+                rx.badge(row.status, color_scheme=row.status_color, variant="soft", radius="full", size="2",
+                         custom_attrs=_tid("schedule-status")),
+                align="center", width="100%", spacing="2",
+            ),
+            rx.hstack(rx.icon("repeat", size=13, color="var(--gray-10)"),
+                      rx.text(row.description, size="2", color_scheme="gray", custom_attrs=_tid("schedule-when")),
+                      spacing="1", align="center"),
+            _stats(row),
+            rx.cond(row.last_error != "",
+                    rx.callout(row.last_error, icon="circle-alert", color_scheme="red", size="1", width="100%",
+                               custom_attrs=_tid("schedule-last-error"))),
+            _actions(row),
+            rx.cond(row.expanded, _history(row)),
+            spacing="2", width="100%",
+        ),
+        custom_attrs={"data-testid": "schedule-row", "data-schedule-id": row.id, "data-status": row.status},
+        width="100%", size="2",
+    )
+
+
+def _empty() -> rx.Component:
+    return rx.center(
+        rx.vstack(
+            rx.icon("calendar-clock", size=32, color="var(--gray-8)"),
+            rx.text("No schedules yet", weight="medium"),
+            rx.text("Create one here, or turn on Scheduled tasks and ask the agent — it proposes a draft "
+                    "for you to arm.", size="2", color_scheme="gray", text_align="center"),
+            align="center", spacing="2", max_width="340px",
+        ),
+        padding_y="3em",
+        custom_attrs=_tid("schedules-empty"),
+    )
+
+
+def _drawer_header() -> rx.Component:
+    return rx.hstack(
+        rx.vstack(
+            rx.drawer.title("Schedules", style={"letter_spacing": "-0.01em"}),
+            rx.drawer.description("Standing prompts that fire into this chat.", color="var(--gray-11)"),
+            spacing="1",
+        ),
+        rx.spacer(),
+        rx.button(rx.icon("plus", size=15), "New", size="2", on_click=ScheduleFormState.open_new,
+                  aria_label="New schedule", custom_attrs=_tid("schedules-new")),
+        rx.tooltip(rx.icon_button(rx.icon("refresh-cw", size=15), variant="soft", size="2", color_scheme="gray",
+                                  on_click=ScheduleState.refresh, aria_label="Refresh schedules",
+                                  custom_attrs=_tid("schedules-refresh")), content="Refresh"),
+        rx.drawer.close(rx.icon_button(rx.icon("x", size=16), variant="ghost", size="2", color_scheme="gray",
+                                       aria_label="Close schedules", custom_attrs=_tid("schedules-close"))),
+        align="center", width="100%", spacing="2",
+    )
+
+
+def _notice() -> rx.Component:
+    return rx.cond(
+        ScheduleState.notice != "",
+        rx.callout.root(
+            rx.callout.icon(rx.icon("ban", size=16)),
+            rx.callout.text(ScheduleState.notice),
+            color_scheme="red", size="1", width="100%", role="alert",
+            custom_attrs=_tid("schedules-notice"),
+        ),
+    )
+
+
+def _confirm_delete() -> rx.Component:
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Delete “", ScheduleState.confirm_name, "”?"),
+            rx.alert_dialog.description(
+                "The schedule and its run history go away. A fire already running finishes; a pending one is "
+                "cancelled. Pausing keeps it instead.", size="2"),
+            rx.hstack(
+                rx.alert_dialog.cancel(rx.button("Keep it", variant="soft", color_scheme="gray",
+                                                 custom_attrs=_tid("schedule-delete-cancel"))),
+                rx.alert_dialog.action(rx.button("Delete", color_scheme="red", on_click=ScheduleState.confirm_delete,
+                                                 custom_attrs=_tid("schedule-delete-confirm"))),
+                justify="end", spacing="3", margin_top="1em",
+            ),
+            max_width="420px",
+        ),
+        open=ScheduleState.confirm_id != 0,
+        on_open_change=ScheduleState.set_confirm_open,
+    )
+
+
+def _drawer_body() -> rx.Component:
+    return rx.vstack(
+        _drawer_header(),
+        _notice(),
+        timeline(),
+        rx.cond(
+            ScheduleState.loaded,
+            rx.cond(ScheduleState.rows.length() > 0,
+                    rx.vstack(rx.foreach(ScheduleState.rows, _row), spacing="3", width="100%"),
+                    _empty()),
+            rx.center(rx.spinner(size="3"), padding_y="3em", width="100%"),
+        ),
+        spacing="4", width="100%", padding="20px", overflow_y="auto", height="100%",
+    )
+
+
+def schedules_drawer() -> rx.Component:
+    """The header button and the right-hand drawer it opens (modal: focus stays inside, Escape closes)."""
+    return rx.drawer.root(
+        rx.drawer.trigger(schedules_button()),
+        rx.drawer.portal(
+            # z-index auto (not vaul's 50): dialogs opened from the drawer portal in later and paint above it.
+            rx.drawer.overlay(background="rgba(15, 17, 26, 0.28)", z_index="auto"),
+            rx.drawer.content(
+                _drawer_body(),
+                _confirm_delete(),
+                schedule_dialog(),
+                left="auto", z_index="auto", width=DRAWER_WIDTH, height="100vh", background="var(--color-panel-solid)",
+                border_left="1px solid var(--gray-a5)", box_shadow="-12px 0 32px rgba(0, 0, 0, 0.12)",
+                custom_attrs=_tid("schedules-drawer"),
+            ),
+        ),
+        open=ScheduleState.drawer_open,
+        on_open_change=ScheduleState.set_drawer_open,
+        direction="right",
+    )

@@ -1,0 +1,124 @@
+"""The new/edit schedule form: text fields in, an API-shaped body out (pure, no database).
+
+Conversion problems (a non-number in "every", a malformed date) raise InvalidInput naming the
+same dotted field the API would, so the dialog reports every error the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from app.core.errors import InvalidInput
+from scheduler import timing
+from scheduler.model import Overlap, ScheduledTask, SessionMode
+
+KINDS = ("once", "cron", "interval")
+LABELS = {
+    "name": "Name", "prompt": "Prompt", "schedule": "Schedule", "schedule.kind": "Kind",
+    "schedule.cron": "Cron expression", "schedule.timezone": "Time zone", "schedule.at": "Date and time",
+    "schedule.every_seconds": "Every (seconds)", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
+}
+# Which input shows a red outline for an error on each field.
+INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
+          "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt"}
+
+
+@dataclasses.dataclass(frozen=True)
+class FormFields:
+    """The dialog's inputs, as typed."""
+
+    name: str = ""
+    prompt: str = ""
+    kind: str = "interval"
+    cron: str = "0 9 * * 1-5"
+    timezone: str = "UTC"
+    at: str = ""
+    every: str = "3600"
+    overlap: str = Overlap.QUEUE_ONE.value
+    session: str = SessionMode.RESUME.value
+    max_runs: str = ""
+
+
+def explain(exc: InvalidInput) -> str:
+    """``Cron expression: minute: 61 is out of range 0-59`` — the field by its label, then why."""
+    reason = exc.message.removeprefix(f"{exc.field}: ")
+    return f"{LABELS.get(exc.field, exc.field)}: {reason}"
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput("schedule.timezone", f"{name.strip()!r} is not a known IANA time zone "
+                                                "(pick one from the list, e.g. Europe/Paris)") from None
+
+
+def schedule_of(fields: FormFields) -> dict[str, Any]:
+    """The API schedule dict; a once time is read as wall time in the chosen zone."""
+    if fields.kind == "cron":
+        return {"kind": "cron", "cron": fields.cron.strip(), "timezone": fields.timezone.strip()}
+    if fields.kind == "interval":
+        try:
+            every = int(fields.every.strip())
+        except ValueError:
+            raise InvalidInput("schedule.every_seconds", "must be a whole number of seconds") from None
+        return {"kind": "interval", "every_seconds": every}
+    if fields.kind == "once":
+        zone = _zone(fields.timezone)
+        try:
+            wall = dt.datetime.fromisoformat(fields.at.strip())
+        except ValueError:
+            raise InvalidInput("schedule.at", "pick a date and time") from None
+        return {"kind": "once", "at": timing.format_instant(wall.replace(tzinfo=zone))}
+    raise InvalidInput("schedule.kind", "must be once, cron or interval")
+
+
+def body_of(fields: FormFields) -> dict[str, Any]:
+    """The create body (every editable field)."""
+    raw = fields.max_runs.strip()
+    try:
+        max_runs = int(raw) if raw else None
+    except ValueError:
+        raise InvalidInput("max_runs", "must be a whole number, or empty for no limit") from None
+    return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
+            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs}
+
+
+def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
+    """Only what changed against ``original`` (a body), so an unchanged schedule keeps its grid."""
+    body = body_of(fields)
+    return {key: value for key, value in body.items() if original.get(key) != value}
+
+
+def original_of(task: ScheduledTask) -> dict[str, Any]:
+    """A stored task as a body, to diff edits against."""
+    return {"name": task.name, "prompt": task.prompt, "schedule": json.loads(task.schedule),
+            "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs}
+
+
+def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
+    """Pre-fill the dialog from ``task``; a once instant is shown as wall time in the viewer's zone."""
+    schedule = json.loads(task.schedule)
+    kind = schedule["kind"]
+    base = FormFields(name=task.name, prompt=task.prompt, kind=kind, overlap=task.overlap, session=task.session,
+                      max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone)
+    if kind == "cron":
+        return dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
+    if kind == "interval":
+        return dataclasses.replace(base, every=str(schedule["every_seconds"]))
+    at = timing.parse_instant(schedule["at"], "schedule.at").astimezone(_zone(viewer_zone))
+    return dataclasses.replace(base, at=f"{at:%Y-%m-%dT%H:%M:%S}" if at.second else f"{at:%Y-%m-%dT%H:%M}")
+
+
+def default_at(now: dt.datetime, zone_name: str) -> str:
+    """A sensible first value for a once task: the next full hour, as wall time in the zone."""
+    try:
+        zone: dt.tzinfo = _zone(zone_name)
+    except InvalidInput:
+        zone = dt.UTC
+    local = (now + dt.timedelta(hours=1)).astimezone(zone)
+    return f"{local:%Y-%m-%dT%H}:00"

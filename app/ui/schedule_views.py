@@ -1,0 +1,316 @@
+"""What the Schedules drawer shows, computed from task rows: pure functions of (rows, now, zone).
+
+Instants stay aware UTC until the last step; each one is displayed in the task's own zone (a
+cron task's timezone) or else in the viewer's browser zone. Relative phrases ("in 4 min") are
+recomputed on every poll, so they count down without any client-side clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from scheduler import timing
+from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+
+STATUS_COLORS = {
+    TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
+    TaskStatus.COMPLETED: "blue", TaskStatus.EXHAUSTED: "violet", TaskStatus.ERROR: "red",
+}
+OUTCOME_COLORS = {
+    RunOutcome.RUNNING: "blue", RunOutcome.SUCCEEDED: "grass", RunOutcome.FAILED: "red",
+    RunOutcome.SKIPPED: "gray", RunOutcome.QUEUED: "amber", RunOutcome.ABANDONED: "orange",
+}
+TRIGGER_LABELS = {
+    Trigger.SCHEDULE: "on schedule", Trigger.FOLLOW_UP: "queued follow-up",
+    Trigger.RUN_NOW_USER: "run now", Trigger.RUN_NOW_AGENT: "run now (agent)",
+}
+MARKER_COLORS = ("indigo", "grass", "orange", "crimson", "cyan", "amber", "violet", "teal")
+LANE_PX = 12  # one lane per task with fires, so a busy task does not hide a quiet one
+TIMELINE_DAYS = 7
+MARKERS_PER_TASK = 96  # beyond this a task's markers are sampled evenly across the week
+COUNT_LIMIT = 1000  # fires counted per task; more reads "1000+"
+
+
+@dataclasses.dataclass
+class RunRow:
+    """One fire attempt in a task's history."""
+
+    id: int
+    run_id: str  # the chat Run of the turn ("" when no turn started): events carry it as data-run-id
+    fire: str
+    status: str
+    color: str
+    trigger: str
+    nominal: str
+    actual: str
+    late: str
+    duration: str
+    error: str
+
+
+@dataclasses.dataclass
+class TaskRow:
+    """One task as a drawer row; ``can_*`` say which controls the rules allow in its status."""
+
+    id: int
+    name: str
+    status: str
+    status_color: str
+    description: str
+    prompt: str
+    next_rel: str
+    next_abs: str
+    last_rel: str
+    last_status: str
+    last_color: str
+    last_abs: str
+    runs: str
+    owner: str
+    created_by: str
+    last_error: str
+    pending: str
+    can_arm: bool
+    can_pause: bool
+    can_resume: bool
+    can_run_now: bool
+    expanded: bool
+    history: list[RunRow]
+    accent: str  # the colour of its markers on the timeline
+
+
+@dataclasses.dataclass
+class Marker:
+    """A fire on the 7-day timeline; ``left`` is a CSS percentage, ``top`` picks the task's lane."""
+
+    left: str
+    top: str
+    label: str
+    color: str
+
+
+@dataclasses.dataclass
+class Tick:
+    """A day boundary on the timeline."""
+
+    left: str
+    label: str
+
+
+def zone_of(name: str | None) -> dt.tzinfo:
+    """The IANA zone ``name``, or UTC for an unknown or empty name (display only: never raises)."""
+    try:
+        return ZoneInfo(name) if name else dt.UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return dt.UTC
+
+
+def relative(instant: dt.datetime, now: dt.datetime) -> str:
+    """``in 4 min`` / ``2 h 5 min ago`` / ``now`` — coarse enough to read at a glance."""
+    seconds = (instant - now).total_seconds()
+    span = abs(seconds)
+    if span < 5:
+        return "now"
+    if span < 60:
+        text = f"{int(span)} s"
+    elif span < 3600:
+        text = f"{int(span // 60)} min"
+    elif span < 86400:
+        hours, minutes = divmod(int(span // 60), 60)
+        text = f"{hours} h" + (f" {minutes} min" if minutes and hours < 10 else "")
+    else:
+        days, hours = divmod(int(span // 3600), 24)
+        text = f"{days} day{'s' if days != 1 else ''}" + (f" {hours} h" if hours and days < 3 else "")
+    return f"in {text}" if seconds > 0 else f"{text} ago"
+
+
+def absolute(instant: dt.datetime, zone: dt.tzinfo) -> str:
+    """``Tue 5 May 2026, 09:00:00 CEST (Europe/Paris)`` in ``zone``."""
+    local = instant.astimezone(zone)
+    key = getattr(zone, "key", "UTC")
+    return f"{local:%a} {local.day} {local:%b %Y, %H:%M:%S} {local.tzname()} ({key})"
+
+
+def short_time(instant: dt.datetime, zone: dt.tzinfo) -> str:
+    """``Tue 5 May, 09:00`` in ``zone``."""
+    local = instant.astimezone(zone)
+    return f"{local:%a} {local.day} {local:%b, %H:%M}"
+
+
+def seconds_text(seconds: float) -> str:
+    """A duration: ``850 ms``, ``4.2 s``, ``3 min 20 s``."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
+def task_zone(task: ScheduledTask, viewer_zone: str) -> dt.tzinfo:
+    """A cron task's own zone; every other kind is shown in the viewer's zone."""
+    schedule = json.loads(task.schedule)
+    return zone_of(schedule.get("timezone") or viewer_zone)
+
+
+def describe(schedule: Mapping[str, Any], zone: dt.tzinfo) -> str:
+    """Plain English with the zone; a once task's instant is spelled in ``zone``."""
+    try:
+        if schedule.get("kind") == "once":
+            at = timing.parse_instant(schedule["at"], "at")
+            return f"Once, {absolute(at, zone)}"
+        return timing.describe_schedule(schedule)
+    except (timing.ScheduleError, KeyError):  # stored schedules are valid: this only guards display
+        return str(schedule.get("kind", ""))
+
+
+def _enum_or(cls: Any, value: str | None, default: Any) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        return default
+
+
+def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
+             history: Sequence[TaskRun] | None = None, index: int = 0) -> TaskRow:
+    """The drawer row of ``task`` (``index``: its place in the list, for its colour); ``history``
+    (newest first) is given for expanded rows only."""
+    zone = task_zone(task, viewer_zone)
+    status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
+    outcome = _enum_or(RunOutcome, task.last_run_status, None)
+    bound = str(task.max_runs) if task.max_runs is not None else "∞"
+    next_at = task.retry_at if task.retry_at and (not task.next_run_at or task.retry_at < task.next_run_at) \
+        else task.next_run_at
+    return TaskRow(
+        id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
+        description=describe(json.loads(task.schedule), zone), prompt=task.prompt,
+        next_rel=relative(next_at, now) if next_at and status is TaskStatus.ACTIVE else "—",
+        next_abs=absolute(next_at, zone) if next_at and status is TaskStatus.ACTIVE else _no_next(status),
+        last_rel=relative(task.last_run_at, now) if task.last_run_at else "never",
+        last_status=outcome.value if outcome else "", last_color=OUTCOME_COLORS.get(outcome, "gray"),
+        last_abs=absolute(task.last_run_at, zone) if task.last_run_at else "not run yet",
+        runs=f"{task.run_count} / {bound}", owner=task.owner, created_by=task.created_by,
+        last_error=task.last_error or "", pending=_pending(task),
+        can_arm=status is TaskStatus.DRAFT,
+        can_pause=status in (TaskStatus.ACTIVE, TaskStatus.ERROR),
+        can_resume=status in (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED),
+        can_run_now=status is not TaskStatus.DRAFT,
+        expanded=history is not None,
+        history=[run_row(run, zone) for run in history or ()],
+        accent=MARKER_COLORS[index % len(MARKER_COLORS)],
+    )
+
+
+def _no_next(status: TaskStatus) -> str:
+    return {TaskStatus.DRAFT: "a draft does not fire until a user arms it",
+            TaskStatus.PAUSED: "paused: resume to fire again"}.get(status, f"{status.value}: no next run")
+
+
+def _pending(task: ScheduledTask) -> str:
+    if task.active_run_id is not None:
+        return "running now"
+    if task.pending_forced:
+        return "run now requested"
+    if task.pending_run:
+        return "follow-up queued"
+    return ""
+
+
+def run_row(run: TaskRun, zone: dt.tzinfo) -> RunRow:
+    """One history line: nominal vs actual start, lateness, duration, error."""
+    outcome = _enum_or(RunOutcome, run.status, RunOutcome.FAILED)
+    started = run.started_at or run.claimed_at
+    late = (started - run.occurrence_at).total_seconds() if started else 0.0
+    duration = (run.finished_at - run.started_at).total_seconds() if run.finished_at and run.started_at else None
+    return RunRow(
+        id=run.id or 0, run_id=str(run.run_id or ""), fire=f"#{run.fire_number}" if run.fire_number else "",
+        status=outcome.value, color=OUTCOME_COLORS[outcome],
+        trigger=TRIGGER_LABELS.get(_enum_or(Trigger, run.trigger, None), run.trigger),
+        nominal=f"{short_time(run.occurrence_at, zone)}:{run.occurrence_at.astimezone(zone):%S}",
+        actual=_same_day_time(started, run.occurrence_at, zone) if started else "—",
+        late=f"+{seconds_text(late)}" if late >= 0.5 else "on time",
+        duration=seconds_text(duration) if duration is not None else ("running" if outcome is RunOutcome.RUNNING
+                                                                      else "—"),
+        error=run.error or "",
+    )
+
+
+def _same_day_time(instant: dt.datetime, reference: dt.datetime, zone: dt.tzinfo) -> str:
+    """``15:13:47`` when on the local day of ``reference``, else ``Mon 30 Nov, 15:13:47``."""
+    local = instant.astimezone(zone)
+    if local.date() == reference.astimezone(zone).date():
+        return f"{local:%H:%M:%S}"
+    return f"{short_time(instant, zone)}:{local:%S}"
+
+
+def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:
+    """An active task's fires in ``(now, until]``: its stored next run, then the schedule's."""
+    if task.status != TaskStatus.ACTIVE.value or task.next_run_at is None:
+        return []
+    first = max(task.next_run_at, now)
+    fires = [first]
+    try:
+        schedule = timing.parse_schedule(json.loads(task.schedule))
+        fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
+    except timing.ScheduleError:
+        pass
+    return [fire for fire in fires if fire <= until][:limit]
+
+
+@dataclasses.dataclass
+class Timeline:
+    markers: list[Marker]
+    ticks: list[Tick]
+    label: str  # "84 fires"
+    height: str  # CSS height of the lanes
+
+
+def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
+             days: int = TIMELINE_DAYS) -> Timeline:
+    """Every active task's fires over the next ``days`` days (one lane per task), midnight ticks
+    in the viewer's zone, and a label counting the fires."""
+    span = dt.timedelta(days=days)
+    markers: list[Marker] = []
+    total, capped, lanes = 0, False, 0
+    for index, task in enumerate(tasks):
+        fires = upcoming(task, now, now + span, COUNT_LIMIT)
+        if not fires:
+            continue
+        zone = task_zone(task, viewer_zone)
+        total, capped = total + len(fires), capped or len(fires) == COUNT_LIMIT
+        markers += [Marker(left=_percent(fire - now, span), top=f"{lanes * LANE_PX}px",
+                           color=MARKER_COLORS[index % len(MARKER_COLORS)],
+                           label=f"{task.name} · {short_time(fire, zone)} {fire.astimezone(zone).tzname()}")
+                    for fire in spread(fires, MARKERS_PER_TASK)]
+        lanes += 1
+    label = "no fires" if not total else f"{total}{'+' if capped else ''} fire{'s' if total != 1 else ''}"
+    return Timeline(markers, day_ticks(now, zone_of(viewer_zone), days), label, f"{max(lanes, 1) * LANE_PX}px")
+
+
+def spread(items: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` items picked evenly from ``items`` (first one always kept)."""
+    if len(items) <= limit:
+        return list(items)
+    step = len(items) / limit
+    return [items[int(i * step)] for i in range(limit)]
+
+
+def day_ticks(now: dt.datetime, zone: dt.tzinfo, days: int = TIMELINE_DAYS) -> list[Tick]:
+    """Local midnights after ``now`` within ``days`` days, labelled with the weekday."""
+    span = dt.timedelta(days=days)
+    local = now.astimezone(zone)
+    ticks = []
+    for offset in range(1, days + 1):
+        day = (local + dt.timedelta(days=offset)).date()
+        midnight = dt.datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(dt.UTC)
+        if now < midnight < now + span:
+            ticks.append(Tick(left=_percent(midnight - now, span), label=f"{midnight.astimezone(zone):%a} {day.day}"))
+    return ticks
+
+
+def _percent(offset: dt.timedelta, span: dt.timedelta) -> str:
+    return f"{max(0.0, min(100.0, offset / span * 100)):.3f}%"

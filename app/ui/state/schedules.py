@@ -1,0 +1,175 @@
+"""The Schedules drawer: the chat's tasks, kept live while the drawer is open, and their controls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import reflex as rx
+
+from app.core import auth
+from app.core.errors import ChatcronError
+from app.ui import tasks
+from app.ui.schedule_views import Marker, TaskRow, Tick
+from app.ui.state.chat import ChatState
+from app.ui.state.session import _cookie_value
+
+log = logging.getLogger("chatcron.ui")
+POLL_SECONDS = 1.0
+BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
+
+
+def scroll_to_run_js(run_id: str) -> str:
+    """Scroll the transcript to a run's first event and flash it (events carry data-run-id)."""
+    selector = json.dumps(f'[data-testid="event"][data-run-id="{run_id}"]')
+    return (f"(() => {{ const el = document.querySelector({selector}); if (!el) return false;"
+            " el.scrollIntoView({behavior: 'smooth', block: 'center'});"
+            " el.animate([{boxShadow: '0 0 0 3px var(--amber-9)'}, {boxShadow: '0 0 0 0 transparent'}],"
+            " {duration: 1800, easing: 'ease-out'}); return true; })()")
+
+
+class ScheduleState(ChatState):
+    drawer_open: bool = False
+    rows: list[TaskRow] = []
+    markers: list[Marker] = []
+    ticks: list[Tick] = []
+    fire_total: str = ""
+    lanes_height: str = "12px"
+    task_count: int = 0
+    loaded: bool = False
+    notice: str = ""  # a refused action's message, shown in the drawer
+    browser_zone: str = "UTC"
+    confirm_id: int = 0
+    confirm_name: str = ""
+    _expanded: list[int] = []
+    _watch: int = 0
+
+    def _token(self) -> str:
+        return _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
+
+    @rx.event
+    async def enter_chat(self):
+        """Page load: a new chat starts with the drawer closed (stops any watcher) and a fresh count."""
+        self.drawer_open, self.loaded, self.notice, self.rows, self.markers = False, False, "", [], []
+        self._watch += 1
+        self._expanded = []
+        if not self.project_chat:
+            self.task_count = 0
+            return None
+        user = await asyncio.to_thread(self._user)
+        self.task_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
+        return rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone)
+
+    @rx.event
+    def set_browser_zone(self, zone: str):
+        if isinstance(zone, str) and zone:
+            self.browser_zone = zone
+
+    @rx.event
+    def set_drawer_open(self, is_open: bool):
+        """Opening starts this tab's watcher; closing bumps the generation, which stops it."""
+        self._watch += 1
+        self.drawer_open = bool(is_open)
+        if is_open:
+            self.notice = ""
+            return ScheduleState.watch
+        return None
+
+    @rx.event(background=True)
+    async def watch(self):
+        """Poll the chat's tasks every second while this tab's drawer stays open on this chat."""
+        async with self:
+            generation, chat_id, token = self._watch, self.chat_id, self._token()
+        while True:
+            async with self:
+                if self._watch != generation or self.chat_id != chat_id or not self.drawer_open:
+                    return
+                zone, expanded = self.browser_zone, list(self._expanded)
+            try:
+                user = await asyncio.to_thread(tasks.session_user, token)
+                snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded)
+            except ChatcronError as exc:  # the session ended or the chat went away: nothing more to show
+                async with self:
+                    self.notice = exc.message
+                return
+            except Exception:  # a transient store error must not end live updates; try again shortly
+                log.exception("action=schedules_poll_failed chat_id=%s", chat_id)
+                await asyncio.sleep(POLL_SECONDS * 5)
+                continue
+            async with self:
+                if self._watch != generation:
+                    return
+                self._show(snap)
+            await asyncio.sleep(POLL_SECONDS)
+
+    def _show(self, snap: tasks.Snapshot) -> None:
+        line = snap.timeline
+        self.rows, self.markers, self.ticks = snap.rows, line.markers, line.ticks
+        self.fire_total, self.lanes_height = line.label, line.height
+        self.task_count, self.loaded = len(snap.rows), True
+
+    async def _reload(self) -> None:
+        user = await asyncio.to_thread(self._user)
+        self._show(await asyncio.to_thread(tasks.snapshot, user, self.chat_id, self.browser_zone,
+                                           list(self._expanded)))
+
+    @rx.event
+    async def refresh(self):
+        try:
+            await self._reload()
+        except ChatcronError as exc:
+            self.notice = exc.message
+            return
+        self.notice = ""
+
+    @rx.event
+    async def act(self, action: str, task_id: int):
+        """One control of a row; a refusal's message goes to the drawer's callout."""
+        try:
+            user = await asyncio.to_thread(self._user)
+            await asyncio.to_thread(tasks.act, user, action, int(task_id))
+            self.notice = ""
+        except ChatcronError as exc:
+            self.notice = exc.message
+        await self.refresh_quietly()
+
+    async def refresh_quietly(self) -> None:
+        try:
+            await self._reload()
+        except ChatcronError:
+            pass  # the notice already says what went wrong
+
+    @rx.event
+    def dismiss_notice(self):
+        self.notice = ""
+
+    @rx.event
+    def ask_delete(self, task_id: int, name: str):
+        self.confirm_id, self.confirm_name = int(task_id), name
+
+    @rx.event
+    def set_confirm_open(self, is_open: bool):
+        if not is_open:
+            self.confirm_id = 0
+
+    @rx.event
+    async def confirm_delete(self):
+        task_id, self.confirm_id = self.confirm_id, 0
+        if task_id:
+            return ScheduleState.act("delete", task_id)
+        return None
+
+    @rx.event
+    async def toggle_history(self, task_id: int):
+        task_id = int(task_id)
+        expanded = set(self._expanded)
+        self._expanded = sorted(expanded ^ {task_id})
+        await self.refresh_quietly()
+
+    @rx.event
+    def show_run(self, run_id: str):
+        """Scroll the transcript to the turn a fire started."""
+        if run_id:
+            return rx.call_script(scroll_to_run_js(str(run_id)))
+        return None

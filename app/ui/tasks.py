@@ -1,0 +1,144 @@
+"""The UI's door to scheduled tasks: one TaskService per process, and calls shaped for the drawer.
+
+Everything here is blocking (database, CPU-bound schedule checks): states call it through
+``asyncio.to_thread``. Rules live in :mod:`scheduler.service`; this module only adapts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Collection
+from typing import Any
+
+from app.core import auth
+from app.core.context import get_core
+from app.core.errors import InvalidInput, Unauthorized
+from app.core.models import User
+from app.core.wake import DatabaseWaker
+from app.ui import schedule_form, schedule_views
+from app.ui.schedule_form import FormFields
+from scheduler import timing
+from scheduler.model import ScheduledTask
+from scheduler.service import Actor, TaskService
+
+HISTORY_LIMIT = 20
+ACTIONS = ("arm", "pause", "resume", "run_now", "delete")
+
+_service: TaskService | None = None
+_service_lock = threading.Lock()
+
+
+def task_service() -> TaskService:
+    """The web process's task service (built on first use; it wakes the scheduler on every change)."""
+    global _service
+    with _service_lock:
+        if _service is None:
+            core = get_core()
+            _service = TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db))
+        return _service
+
+
+def session_user(token: str) -> User:
+    """The user of a session cookie; Unauthorized once the session ended (checked on every poll)."""
+    core = get_core()
+    user = auth.user_for_session(core.db, core.clock, token)
+    if user is None:
+        raise Unauthorized("your session has ended; log in again")
+    return user
+
+
+@dataclasses.dataclass
+class Snapshot:
+    rows: list[schedule_views.TaskRow]
+    timeline: schedule_views.Timeline
+
+
+def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[int]) -> Snapshot:
+    """The drawer's rows (with history for ``expanded`` task ids) and the 7-day timeline."""
+    service = task_service()
+    actor = Actor(user)
+    tasks = service.list(actor, chat_id)
+    now = service.clock.now()
+    rows = [schedule_views.task_row(task, now, viewer_zone,
+                                    service.runs(actor, task.id, HISTORY_LIMIT) if task.id in expanded else None,
+                                    index)
+            for index, task in enumerate(tasks)]
+    return Snapshot(rows, schedule_views.timeline(tasks, now, viewer_zone))
+
+
+def count(user: User, chat_id: int) -> int:
+    return len(task_service().list(Actor(user), chat_id))
+
+
+def act(user: User, action: str, task_id: int) -> None:
+    """Arm, pause, resume, run now or delete; raises the service's ChatcronError when refused."""
+    if action not in ACTIONS:
+        raise InvalidInput("action", f"unknown action {action!r}")
+    getattr(task_service(), action)(Actor(user), task_id)
+
+
+def load_task(user: User, task_id: int) -> ScheduledTask:
+    return task_service().get(Actor(user), task_id)
+
+
+@dataclasses.dataclass
+class FormCheck:
+    """The dialog's verdict: the preview (when the schedule is valid) and the first error."""
+
+    description: str = ""
+    fires: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    error_field: str = ""
+    error: str = ""
+
+
+def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone: str) -> FormCheck:
+    """Validate like the service would on save, and preview the next 5 fires in the task's zone."""
+    service = task_service()
+    check = FormCheck()
+    try:
+        schedule = schedule_form.schedule_of(fields)
+        try:
+            _preview(check, schedule, service, fields.timezone or viewer_zone)
+        except InvalidInput:
+            if original is None or original["schedule"] != schedule:
+                raise  # an unchanged schedule whose time has passed may still be renamed
+        if original is None:
+            service.validate(schedule_form.body_of(fields))
+        else:
+            service.validate(schedule_form.patch_of(fields, original), partial_of=_as_task(original))
+    except InvalidInput as exc:
+        check.error_field, check.error = exc.field, schedule_form.explain(exc)
+    return check
+
+
+def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, zone: str) -> None:
+    try:
+        shown = timing.preview(schedule, service.clock.now(), 5, display_timezone=zone)
+    except timing.ScheduleError as exc:
+        raise InvalidInput(exc.field, exc.message) from None
+    now = service.clock.now()
+    check.description = schedule_views.describe(schedule, schedule_views.zone_of(shown["timezone"]))
+    tz = schedule_views.zone_of(shown["timezone"])
+    for fire in shown["fires"]:
+        at = timing.parse_instant(fire["utc"], "utc")
+        check.fires.append({"local": f"{schedule_views.short_time(at, tz)} {at.astimezone(tz).tzname()}",
+                            "relative": schedule_views.relative(at, now), "utc": fire["utc"]})
+
+
+def _as_task(original: dict[str, Any]) -> ScheduledTask:
+    return ScheduledTask(chat_id=0, project_id=0, owner="", name=original["name"], prompt=original["prompt"],
+                         schedule=json.dumps(original["schedule"]), overlap=original["overlap"],
+                         session=original["session"], max_runs=original["max_runs"])
+
+
+def save_form(user: User, chat_id: int, task_id: int, fields: FormFields,
+              original: dict[str, Any] | None) -> ScheduledTask:
+    """Create (``task_id`` 0) or update the task; only changed fields are sent on edit."""
+    service = task_service()
+    if not task_id:
+        task, _ = service.create(Actor(user), chat_id, schedule_form.body_of(fields))
+        return task
+    patch = schedule_form.patch_of(fields, original or {})
+    return service.update(Actor(user), task_id, patch) if patch else service.get(Actor(user), task_id)
