@@ -19,7 +19,7 @@ from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from app.core.models import User
+from app.core.models import Event, EventType, User
 from app.core.text import storable
 from scheduler import timing
 from scheduler.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
@@ -282,11 +282,16 @@ class TaskService:
                 raise NotFound(f"no schedule with id {task_id}")
             if row.active_run_id is None or row.active_run_id != task_run_id:
                 raise Conflict("this turn no longer holds the schedule's claim; nothing was completed")
+            now = self.clock.now()
             row.status = TaskStatus.COMPLETED.value
             row.next_run_at, row.pending_run, row.pending_forced, row.retry_at = None, False, None, None
             row.last_error = None
-            row.updated_at = self.clock.now()
+            row.updated_at = now
             s.add(row)
+            note = f'scheduled task "{row.name}" marked complete by the agent'
+            if isinstance(reason, str) and reason.strip():
+                note += f": {storable(reason.strip()[:500], 'reason')}"
+            s.add(Event(chat_id=row.chat_id, type=EventType.STATUS.value, text=note, created_at=now))
             s.flush()
         self.waker.notify()
         return row

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict
 from app.api.deps import Id, bearer, core_of
 from app.api.schedules import TaskIn, TasksDep, _sent, task_json
 from app.core.clock import rfc3339
-from app.core.errors import Forbidden
+from app.core.errors import Forbidden, InvalidInput
 from app.core.grants import GrantView, Scope, resolve_grant
-from scheduler.service import Actor
+from scheduler.service import EDITABLE, Actor
 
 router = APIRouter(prefix="/agent-api")
 USER_ONLY = "only a user can arm or resume a schedule; ask the user to do it in the Schedules drawer"
@@ -89,6 +89,9 @@ def get_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
 @router.patch("/schedules/{tid}")
 def patch_schedule(tid: Id, body: NamePatch, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
     sent = body.model_dump(exclude_unset=True)
+    unknown = sorted(set(sent) - {"name", *EDITABLE})
+    if unknown:
+        raise InvalidInput(unknown[0], "unknown field")
     if set(sent) - {"name"}:
         tasks.get(actor, tid)  # 404 before 403 for a schedule the agent cannot see
         raise Forbidden("an agent may only rename a schedule; a user must change its definition")

@@ -150,10 +150,10 @@ class PromptService:
         rewritten = publish_assets(workspace)
         if rewritten:
             log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))
-        fire = source == RunSource.SCHEDULE and task_id is not None and run_id is not None
-        token, grant_id = issue_grant(
-            self.db, self.clock, self.settings.grant_ttl_seconds, Scope.COMPLETE_SELF if fire else Scope.MANAGE,
-            owner_id or chat.owner_id, chat.id, chat.project_id, task_id if fire else None, run_id if fire else None)
+        # Every scheduled turn gets complete-self, bound to its claim (possibly none): never manage.
+        scope = Scope.COMPLETE_SELF if source == RunSource.SCHEDULE else Scope.MANAGE
+        token, grant_id = issue_grant(self.db, self.clock, self.settings.grant_ttl_seconds, scope,
+                                      owner_id or chat.owner_id, chat.id, chat.project_id, task_id, run_id)
         return {"SCHEDULE_API_URL": self.settings.api_url, "SCHEDULE_API_TOKEN": token}, grant_id
 
     def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:

@@ -330,8 +330,9 @@ def _created(w: World, t: Target, caller: str, place: Place, response: Any, befo
 def _changed(**fields: Any) -> Callable[..., None]:
     """The target row changed exactly these fields (``updated_at`` aside); nothing else changed."""
 
-    def check(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
-        after = Snapshot.take(w.core)
+    def check(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot,
+              after: Snapshot | None = None) -> None:
+        after = after or Snapshot.take(w.core)
         assert after.outside_tasks() == before.outside_tasks() and after.runs == before.runs
         wanted = {**before.tasks[t.task], **fields}
         assert {**after.tasks[t.task], "updated_at": None} == {**wanted, "updated_at": None}
@@ -356,12 +357,23 @@ def _run_now(w: World, t: Target, caller: str, place: Place, response: Any, befo
              retry_at=None)(w, t, caller, place, response, before)
 
 
+def _completed(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
+    """The task is completed and the chat's transcript says so, with the agent's reason; nothing else changed."""
+    after = Snapshot.take(w.core)
+    new_events = [e for e in after.tables["events"] if e not in before.tables["events"]]
+    assert len(new_events) == 1 and new_events[0][3] == "status", new_events
+    assert new_events[0][4].endswith("marked complete by the agent: the goal is reached"), new_events
+    without_events = {**after.tables, "events": before.tables["events"]}
+    patched = Snapshot(tables=without_events, tasks=after.tasks, runs=after.runs)
+    _changed(status="completed", next_run_at=None, pending_run=False, pending_forced=None, retry_at=None,
+             last_error=None)(w, t, caller, place, response, before, after=patched)
+
+
 EFFECTS: dict[str, Callable[..., None]] = {
     "whoami": _reads, "list": _reads, "get": _reads, "create": _created, "delete": _deleted,
     "patch-name": _changed(name="Renamed by the agent"), "pause": _changed(status="paused"),
     "run-now": _run_now,
-    "complete": _changed(status="completed", next_run_at=None, pending_run=False, pending_forced=None,
-                         retry_at=None, last_error=None),
+    "complete": _completed,
 }
 
 
@@ -461,9 +473,6 @@ def test_an_agent_creates_nothing_but_drafts(world: World) -> None:
     assert all(r["status"] == "draft" for r in rows.values() if r["created_by"] == "agent")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "app/api/agent.py patch_schedule: NamePatch allows extra fields and answers 403 for any key but 'name', "
-    "so an unknown field (not a definition field) gets 403 instead of SPEC §5's 400 naming the field"))
 def test_an_agent_patch_with_an_unknown_field_is_400_naming_it(world: World) -> None:
     """SPEC §5: unknown fields → 400; only *definition* fields are the agent's 403."""
     target = world.target()
