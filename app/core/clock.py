@@ -1,4 +1,4 @@
-"""Injected time: domain code asks a :class:`Clock`, never ``datetime.now()`` directly."""
+"""Injected time: domain code asks a :class:`Clock`, never the host clock directly."""
 
 from __future__ import annotations
 

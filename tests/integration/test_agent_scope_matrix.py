@@ -466,7 +466,7 @@ def test_an_agent_creates_nothing_but_drafts(world: World) -> None:
         assert world.client.post(path, headers=headers).status_code in (401, 403), path
     sneaky = world.client.patch(f"/agent-api/schedules/{made[0]}", json={"name": "x", "status": "active"},
                                 headers=headers)
-    assert sneaky.status_code in (400, 403), sneaky.text  # refused either way; which code: see the xfail below
+    assert sneaky.status_code == 400 and "status: unknown field" in sneaky.text, sneaky.text
     rows = task_rows(world.core)
     assert [(rows[i]["status"], rows[i]["created_by"], rows[i]["next_run_at"]) for i in made] == \
            [("draft", "agent", None)] * 3
