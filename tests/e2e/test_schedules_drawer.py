@@ -357,3 +357,27 @@ def test_loose_chats_have_no_schedules_button(page: Page, server) -> None:  # no
     expect(page.get_by_test_id("chat-title")).to_have_text("Loose notes")
     expect(page.get_by_test_id("skill-scheduled-tasks")).to_have_count(0)
     expect(page.get_by_test_id("schedules-button")).to_have_count(0)
+
+
+def test_the_drawer_follows_the_chat_it_belongs_to(page: Page) -> None:
+    url = _new_chat(page)
+    _open_drawer(page)
+    _fill_form(page, "only here", "belongs to one chat")
+    page.get_by_test_id("schedule-form-save").click()
+    expect(page.get_by_test_id("schedule-row")).to_have_count(1)
+    expect(page.get_by_test_id("schedule-form")).to_be_hidden()
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("schedules-drawer")).to_be_hidden()
+
+    page.locator('[data-testid=chat-item]', has_text="Demo chat").click()  # client-side navigation
+    expect(page.get_by_test_id("chat-title")).to_have_text("Demo chat")
+    _open_drawer(page)
+    expect(page.get_by_test_id("schedules-timeline")).to_be_visible()
+    expect(page.get_by_test_id("schedule-name").filter(has_text="only here")).to_have_count(0)
+
+    page.go_back()  # with the drawer open: the new page load closes it and watches the other chat
+    page.wait_for_url(url)
+    expect(page.get_by_test_id("chat-title")).to_have_text("New chat")
+    expect(page.get_by_test_id("schedules-drawer")).to_be_hidden()
+    _open_drawer(page)
+    expect(page.get_by_test_id("schedule-name")).to_have_text(["only here"])

@@ -8,12 +8,10 @@ import logging
 
 import reflex as rx
 
-from app.core import auth
 from app.core.errors import ChatcronError
 from app.ui import tasks
 from app.ui.schedule_views import Marker, TaskRow, Tick
 from app.ui.state.chat import ChatState
-from app.ui.state.session import _cookie_value
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
@@ -45,12 +43,10 @@ class ScheduleState(ChatState):
     _expanded: list[int] = []
     _watch: int = 0
 
-    def _token(self) -> str:
-        return _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
-
     @rx.event
     async def enter_chat(self):
-        """Page load: a new chat starts with the drawer closed (stops any watcher) and a fresh count."""
+        """Page load: the drawer starts closed; this page's watcher starts (Reflex cancels it with
+        the page: on disconnect or navigation) and a new generation ends the previous one."""
         self.drawer_open, self.loaded, self.notice, self.rows, self.markers = False, False, "", [], []
         self._watch += 1
         self._expanded = []
@@ -59,7 +55,7 @@ class ScheduleState(ChatState):
             return None
         user = await asyncio.to_thread(self._user)
         self.task_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
-        return rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone)
+        return [rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone), ScheduleState.watch]
 
     @rx.event
     def set_browser_zone(self, zone: str):
@@ -67,41 +63,48 @@ class ScheduleState(ChatState):
             self.browser_zone = zone
 
     @rx.event
-    def set_drawer_open(self, is_open: bool):
-        """Opening starts this tab's watcher; closing bumps the generation, which stops it."""
-        self._watch += 1
+    async def set_drawer_open(self, is_open: bool):
+        """Opening shows the rows at once; from then on the watcher keeps them live."""
         self.drawer_open = bool(is_open)
         if is_open:
             self.notice = ""
-            return ScheduleState.watch
-        return None
+            await self.refresh_quietly()
 
     @rx.event(background=True)
     async def watch(self):
-        """Poll the chat's tasks every second while this tab's drawer stays open on this chat."""
+        """Poll the chat's tasks every second while the drawer is open, until the generation
+        changes (another chat opened) or the page goes away."""
         async with self:
-            generation, chat_id, token = self._watch, self.chat_id, self._token()
-        while True:
+            generation, chat_id, token = self._watch, self.chat_id, self._session_token()
+        try:
+            while await self._poll_once(generation, chat_id, token):
+                await asyncio.sleep(POLL_SECONDS)
+        finally:
+            log.debug("action=schedules_watch_stopped chat_id=%s", chat_id)
+
+    async def _poll_once(self, generation: int, chat_id: int, token: str) -> bool:
+        """One round of the watcher; False when it should stop."""
+        async with self:
+            if self._watch != generation or self.chat_id != chat_id:
+                return False
+            if not self.drawer_open:
+                return True
+            zone, expanded = self.browser_zone, list(self._expanded)
+        try:
+            user = await asyncio.to_thread(tasks.session_user, token)
+            snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded)
+        except ChatcronError as exc:  # the session ended or the chat went away: nothing more to show
             async with self:
-                if self._watch != generation or self.chat_id != chat_id or not self.drawer_open:
-                    return
-                zone, expanded = self.browser_zone, list(self._expanded)
-            try:
-                user = await asyncio.to_thread(tasks.session_user, token)
-                snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded)
-            except ChatcronError as exc:  # the session ended or the chat went away: nothing more to show
-                async with self:
-                    self.notice = exc.message
-                return
-            except Exception:  # a transient store error must not end live updates; try again shortly
-                log.exception("action=schedules_poll_failed chat_id=%s", chat_id)
-                await asyncio.sleep(POLL_SECONDS * 5)
-                continue
-            async with self:
-                if self._watch != generation:
-                    return
+                self.notice = exc.message
+            return False
+        except Exception:  # a transient store error must not end live updates; try again shortly
+            log.exception("action=schedules_poll_failed chat_id=%s", chat_id)
+            await asyncio.sleep(POLL_SECONDS * 4)
+            return True
+        async with self:
+            if self._watch == generation and self.drawer_open:
                 self._show(snap)
-            await asyncio.sleep(POLL_SECONDS)
+        return True
 
     def _show(self, snap: tasks.Snapshot) -> None:
         line = snap.timeline

@@ -29,10 +29,13 @@ class SessionState(rx.State):
     user_email: str = ""
     _user_id: int = 0
 
+    def _session_token(self) -> str:
+        """The session cookie of this tab's connection ("" when there is none)."""
+        return _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
+
     def _session_user(self) -> User | None:
         core = get_core()
-        token = _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
-        return auth.user_for_session(core.db, core.clock, token)
+        return auth.user_for_session(core.db, core.clock, self._session_token())
 
     def _user(self) -> User:
         """The user for this request; raises Unauthorized when the session ended."""
