@@ -83,10 +83,10 @@ def _stat(label: str, *value: rx.Component, testid: str, title: object = "") -> 
 
 def _stats(row: TaskRow) -> rx.Component:
     return rx.grid(
-        _stat("Next run", rx.text(row.next_rel, size="2", weight="medium"), testid="schedule-next-run",
-              title=row.next_abs),
+        _stat("Next run", rx.text(row.next_rel, size="2", weight="medium", white_space="nowrap"),
+              testid="schedule-next-run", title=row.next_abs),
         _stat("Last run",
-              rx.text(row.last_rel, size="2"),
+              rx.text(row.last_rel, size="2", white_space="nowrap"),
               rx.cond(row.last_status != "",
                       rx.badge(row.last_status, color_scheme=row.last_color, variant="soft", size="1")),
               testid="schedule-last-run", title=row.last_abs),
