@@ -1,36 +1,42 @@
-"""Users, passwords (argon2), personal API tokens and browser sessions.
+"""Users, passwords (argon2), login rate limits, personal API tokens and browser sessions.
 
 Secrets are random, shown once, and stored only as SHA-256 digests; a lookup by digest is
-followed by a constant-time comparison.
+followed by a constant-time comparison. Failed logins are counted in the database
+(``login_attempts``), so every web worker refuses the same guessing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
 import hmac
+import logging
+import math
 import re
 import secrets
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlmodel import select
+from sqlmodel import Session, select
 
-from app.core.clock import Clock
+from app.core.clock import Clock, SystemClock
+from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import AlreadyExists, InvalidCredentials, InvalidInput, NotFound
-from app.core.models import ApiToken, SessionKind, User, WebSession
+from app.core.models import ApiToken, LoginAttempt, SessionKind, User, WebSession
 
+log = logging.getLogger("chatcron.auth")
 _hasher = PasswordHasher()
-
 
 
 @functools.cache
 def _dummy_hash() -> str:
     """Verified against when the email is unknown, so both failures cost the same time."""
     return _hasher.hash("chatcron-no-such-user")
+
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
@@ -80,18 +86,103 @@ def find_user(db: Database, email: str) -> User:
     return user
 
 
-def authenticate(db: Database, email: str, password: str) -> User:
-    """The user whose email and password match; raises InvalidCredentials without saying which failed."""
-    address = (email or "").strip().lower()
-    with db.read() as s:
-        user = s.exec(select(User).where(User.email == address)).first()
+class TooManyAttempts(InvalidCredentials):
+    """Too many failed logins; try again later."""
+
+    code = "too_many_attempts"
+
+    def __init__(self, minutes: int) -> None:
+        self.minutes = minutes
+        super().__init__(f"Too many failed logins; try again in {minutes} minute{'' if minutes == 1 else 's'}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoginLimits:
+    """Failed logins tolerated within a sliding window, per account (email) and per client address."""
+
+    per_account: int = 5
+    per_address: int = 20
+    window_seconds: int = 900
+
+    @classmethod
+    def of(cls, settings: Settings) -> LoginLimits:
+        return cls(settings.login_max_failures_per_account, settings.login_max_failures_per_address,
+                   settings.login_window_seconds)
+
+
+def authenticate(db: Database, email: str, password: str, *, address: str = "", clock: Clock | None = None,
+                 limits: LoginLimits | None = None) -> User:
+    """The user whose email and password match; raises InvalidCredentials without saying which failed.
+
+    Every attempt is recorded with the client ``address`` (an IP; "" when unknown, which is then
+    not limited per address). Before the password is looked at, raises TooManyAttempts when the
+    email — known or not — or the address already has ``limits`` failures within the window; a
+    refused attempt counts as a failure, and a success erases none.
+    """
+    clock = clock or SystemClock()
+    typed = (email or "").strip().lower()
+    account = _storable(typed)
+    attempt_id = _admit(db, clock.now(), account[:320], _storable((address or "").strip())[:64],
+                        limits or LoginLimits())
+    user = None
+    if account == typed:  # text no database can store is nobody's email
+        with db.read() as s:
+            user = s.exec(select(User).where(User.email == account)).first()
     try:
         _hasher.verify(user.password_hash if user else _dummy_hash(), password or "")
-    except (VerificationError, InvalidHashError):
+    except (VerificationError, InvalidHashError, UnicodeEncodeError):
         raise InvalidCredentials() from None
     if user is None:
         raise InvalidCredentials()
+    with db.write() as s:
+        s.exec(sa.update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(succeeded=True))
     return user
+
+
+def _admit(db: Database, now: dt.datetime, email: str, address: str, limits: LoginLimits) -> int:
+    """Record an attempt (as failed until proven otherwise) and return its id; raises TooManyAttempts.
+
+    Counting and recording happen in one transaction serialized per email and address (SQLite:
+    the write lock; PostgreSQL: advisory locks), so concurrent workers cannot all slip under the limit.
+    """
+    window = dt.timedelta(seconds=limits.window_seconds)
+    with db.write() as s:
+        if not db.sqlite:
+            keys = {_lock_key("email", email)} | ({_lock_key("address", address)} if address else set())
+            for key in sorted(keys):
+                s.exec(sa.select(sa.func.pg_advisory_xact_lock(key)))
+        s.exec(sa.delete(LoginAttempt).where(LoginAttempt.at <= now - window))  # opportunistic pruning
+        wait = _lockout(s, LoginAttempt.email == email, limits.per_account, now, window)
+        if address:
+            wait = max(wait, _lockout(s, LoginAttempt.address == address, limits.per_address, now, window))
+        row = LoginAttempt(email=email, address=address, succeeded=False, at=now)
+        s.add(row)
+        s.flush()
+        attempt_id = row.id
+    if wait > dt.timedelta(0):
+        log.warning("action=login_refused address=%s retry_after_seconds=%d", address or "-", wait.total_seconds())
+        raise TooManyAttempts(max(1, math.ceil(wait.total_seconds() / 60)))
+    return attempt_id
+
+
+def _lockout(s: Session, who: sa.ColumnElement[bool], limit: int, now: dt.datetime,
+             window: dt.timedelta) -> dt.timedelta:
+    """How long until fewer than ``limit`` of ``who``'s failures remain in the window (zero: not locked)."""
+    failed = sa.and_(who, LoginAttempt.succeeded == sa.false(), LoginAttempt.at > now - window)
+    newest = s.exec(select(LoginAttempt.at).where(failed).order_by(LoginAttempt.at.desc()).limit(limit)).all()
+    if len(newest) < limit:
+        return dt.timedelta(0)
+    return newest[-1] + window - now
+
+
+def _storable(text: str) -> str:
+    """``text`` with what no database can store (NUL, unpaired surrogates) replaced."""
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _lock_key(kind: str, value: str) -> int:
+    """A signed 64-bit advisory lock key for one email or address."""
+    return int.from_bytes(hashlib.sha256(f"chatcron-login:{kind}:{value}".encode()).digest()[:8], "big", signed=True)
 
 
 def create_api_token(db: Database, clock: Clock, user_id: int, name: str = "") -> str:

@@ -86,6 +86,9 @@ class Settings:
     max_consecutive_failures: int = 5
     run_history_limit: int = 200
     session_ttl_seconds: int = 14 * 24 * 3600
+    login_max_failures_per_account: int = 5
+    login_max_failures_per_address: int = 20
+    login_window_seconds: int = 900
     test_postgres_url: str = ""
 
     @property
@@ -126,6 +129,9 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "MAX_CONSECUTIVE_FAILURES": ("max_consecutive_failures", _int(0)),
     "RUN_HISTORY_LIMIT": ("run_history_limit", _int(1)),
     "SESSION_TTL_SECONDS": ("session_ttl_seconds", _int(60)),
+    "LOGIN_MAX_FAILURES_PER_ACCOUNT": ("login_max_failures_per_account", _int(1)),
+    "LOGIN_MAX_FAILURES_PER_ADDRESS": ("login_max_failures_per_address", _int(1)),
+    "LOGIN_WINDOW_SECONDS": ("login_window_seconds", _int(1)),
     "TEST_POSTGRES_URL": ("test_postgres_url", _text),
 }
 

@@ -1,4 +1,4 @@
-"""Tables of SPEC §2 (users, projects, chats, runs, events, tokens, grants).
+"""Tables of SPEC §2 (users, projects, chats, runs, events, tokens, grants) and login attempts.
 
 All instants are stored as UTC and come back as aware UTC datetimes (:class:`UTCDateTime`).
 """
@@ -188,3 +188,22 @@ class Grant(SQLModel, table=True):
     created_at: dt.datetime = _instant()
     expires_at: dt.datetime = _instant()
     revoked_at: dt.datetime | None = _instant(nullable=True)
+
+
+class LoginAttempt(SQLModel, table=True):
+    """One password check at the login form, counted in a sliding window to stop guessing.
+
+    Rows older than the window are pruned; ``email`` is whatever was typed (lowercased), known or not.
+    """
+
+    __tablename__ = "login_attempts"
+    __table_args__ = (
+        sa.Index("ix_login_attempts_email_at", "email", "at"),
+        sa.Index("ix_login_attempts_address_at", "address", "at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False))
+    address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))  # client IP; "" when unknown
+    succeeded: bool = False  # False until the password has been verified (a check in flight counts as failed)
+    at: dt.datetime = _instant()

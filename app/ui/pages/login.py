@@ -25,8 +25,12 @@ class LoginState(rx.State):
     async def submit(self, form: dict):
         core = get_core()
         try:
-            user = await asyncio.to_thread(auth.authenticate, core.db, str(form.get("email", "")),
-                                           str(form.get("password", "")))
+            user = await asyncio.to_thread(
+                auth.authenticate, core.db, str(form.get("email", "")), str(form.get("password", "")),
+                address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
+        except auth.TooManyAttempts as exc:
+            self.error = exc.message
+            return None
         except InvalidCredentials:
             self.error = WRONG
             return None
