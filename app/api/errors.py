@@ -10,11 +10,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core import errors as core
+from app.core.auth import TooManyAttempts
 from app.core.db import StoreError
 
 log = logging.getLogger("chatcron.api")
 
 STATUS = {
+    TooManyAttempts: 429,
     core.InvalidInput: 400,
     core.Unauthorized: 401,
     core.Forbidden: 403,
@@ -22,7 +24,8 @@ STATUS = {
     core.Conflict: 409,
 }
 HTTP_CODES = {400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-              409: "conflict", 413: "too_large", 415: "unsupported_media_type"}
+              409: "conflict", 413: "too_large", 415: "unsupported_media_type",
+              429: "too_many_attempts"}
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

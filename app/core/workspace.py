@@ -53,7 +53,7 @@ def publish_assets(workspace: Path) -> list[str]:
             current = _sha256(target.read_bytes())
         if current == _sha256(source) and (target.stat().st_mode & 0o777) == mode:
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _real_folders(workspace, target.parent)
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.is_dir():
@@ -64,6 +64,24 @@ def publish_assets(workspace: Path) -> list[str]:
         os.replace(tmp, target)
         rewritten.append(relative)
     return rewritten
+
+
+def _real_folders(workspace: Path, folder: Path) -> None:
+    """Make every folder from the workspace down to ``folder`` a real folder, never a link.
+
+    An agent controls its workspace: a ``scripts`` that is a symlink to somewhere else must not
+    make the server write (or delete) outside the workspace, so links and files in the way are
+    removed and replaced by folders.
+    """
+    current = workspace
+    for part in folder.relative_to(workspace).parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()
+        if not current.exists():
+            current.mkdir()
+    if not folder.resolve().is_relative_to(workspace.resolve()):
+        raise ValueError(f"{folder} escapes the workspace")
 
 
 def skill_text() -> str:
