@@ -51,8 +51,10 @@ def build_loop(core: Core, instance: str) -> Loop:
 def run(core: Core) -> int:
     instance = "sched:" + instance_id()
     loop = build_loop(core, instance)
-    aps = BackgroundScheduler(timezone=UTC, executors={"default": ThreadPoolExecutor(1)},
-                              job_defaults={"misfire_grace_time": None, "coalesce": True, "max_instances": 1})
+    # Two workers and two instances: a wake may start tick() while one runs; the loop's own lock
+    # turns that into "iterate again" (see Loop.tick), so APScheduler never drops a wake.
+    aps = BackgroundScheduler(timezone=UTC, executors={"default": ThreadPoolExecutor(2)},
+                              job_defaults={"misfire_grace_time": None, "coalesce": True, "max_instances": 2})
 
     def schedule(when: dt.datetime) -> None:
         aps.add_job(loop.tick, "date", run_date=when, id=JOB_ID, replace_existing=True)
@@ -64,6 +66,9 @@ def run(core: Core) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     aps.start()
+    core.prompts.start_pump()  # sweeps dead turns' runs from the start, not only after a first fire
+    beat = threading.Thread(target=_beat, args=(loop, stop), name="scheduler-heartbeat", daemon=True)
+    beat.start()
     loop.wake()
     log.info("action=scheduler_started instance=%s db=%s", instance, "sqlite" if core.db.sqlite else "postgresql")
     print(f"scheduler {instance} running (SIGTERM stops it)", flush=True)
@@ -76,8 +81,20 @@ def run(core: Core) -> int:
     return 0
 
 
+def _beat(loop: Loop, stop: threading.Event) -> None:
+    """The instance lease, renewed on its own thread so a long iteration never lets it lapse.
+
+    Each beat also wakes the loop: a safety re-check that covers a lost wake hint.
+    """
+    while not stop.is_set():
+        loop.beat()
+        loop.wake()
+        stop.wait(loop.config.beat_seconds)
+
+
 def shutdown(core: Core, loop: Loop, aps: BackgroundScheduler, listener: WakeListener, instance: str) -> None:
     """Stop claiming, let turns finish for a grace period, abandon the rest, mark the instance stopped."""
+    loop.stop()  # first: a running iteration must not re-add its job while APScheduler shuts down
     aps.shutdown(wait=True)
     listener.close()
     deadline = time.monotonic() + GRACE_SECONDS

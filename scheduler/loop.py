@@ -60,37 +60,67 @@ class Loop:
         self._lock = threading.Lock()
         self._running = False
         self._dirty = False
+        self._stopped = False
         self._last_beat: dt.datetime | None = None
         self._in_flight: dict[int, claims.Dispatch] = {}
 
     # -- driver side -------------------------------------------------------------------------
+    # The driver (APScheduler) may start tick() while one is running (a wake); the lock and the
+    # dirty flag make the running tick iterate again instead, so a wake is never dropped, and the
+    # next run is scheduled under the lock, so a wake cannot be overwritten by a later deadline.
     def wake(self) -> None:
         """Run the loop as soon as possible (a mutation happened somewhere)."""
         with self._lock:
             self._dirty = True
-            if self._running:
-                return
-        self.schedule(self.clock.now())
+            if not self._running and not self._stopped:
+                self.schedule(self.clock.now())
 
-    def tick(self) -> dt.datetime:
-        """One iteration; returns (and schedules) the instant of the next one."""
+    def stop(self) -> None:
+        """Schedule nothing more (the driver is shutting down)."""
         with self._lock:
-            self._running, self._dirty = True, False
+            self._stopped = True
+
+    def tick(self) -> dt.datetime | None:
+        """Iterate until no wake arrived meanwhile; returns (and schedules) the next instant to run."""
+        with self._lock:
+            if self._running:
+                self._dirty = True
+                return None
+            self._running = True
         when = self.clock.now()
         try:
-            when = self._iterate()
-        except SQLAlchemyError as exc:
-            self.stats.store_errors += 1
-            when = self.clock.now() + dt.timedelta(seconds=self.config.backoff_seconds)
-            log.error("action=store_error backoff_s=%s error=%s", self.config.backoff_seconds,
-                      str(exc).splitlines()[0][:200])
+            while True:
+                with self._lock:
+                    self._dirty = False
+                when, failed = self._iterate_safely()
+                with self._lock:
+                    if failed or not self._dirty or self._stopped:
+                        break
         finally:
             with self._lock:
                 self._running = False
-                if self._dirty:
-                    when = self.clock.now()
-            self.schedule(when)
+                if not self._stopped:
+                    self.schedule(when)
         return when
+
+    def _iterate_safely(self) -> tuple[dt.datetime, bool]:
+        try:
+            return self._iterate(), False
+        except SQLAlchemyError as exc:
+            self.stats.store_errors += 1
+            log.error("action=store_error backoff_s=%s error=%s", self.config.backoff_seconds,
+                      str(exc).splitlines()[0][:200])
+            return self.clock.now() + dt.timedelta(seconds=self.config.backoff_seconds), True
+
+    def beat(self) -> None:
+        """Renew this instance's lease and release dead instances' claims (own thread, every lease/3 s)."""
+        now = self.clock.now()
+        try:
+            claims.heartbeat(self.db, now, self.config.instance, self.stats.iterations)
+            claims.recover(self.db, now, self.config.lease_seconds)
+            self._last_beat = now
+        except SQLAlchemyError as exc:
+            log.error("action=heartbeat_failed error=%s", str(exc).splitlines()[0][:200])
 
     # -- the iteration -----------------------------------------------------------------------
     def _iterate(self) -> dt.datetime:
@@ -101,6 +131,8 @@ class Loop:
             claims.recover(self.db, now, self.config.lease_seconds)
             self._last_beat = now
         for task_id in claims.due_task_ids(self.db, now):
+            if self._stopped:  # shutting down: claim nothing more
+                break
             dispatch = claims.claim(self.db, self.clock.now(), task_id, self.config.instance, self.directory,
                                     self.config.limits)
             if dispatch is not None:
@@ -125,6 +157,10 @@ class Loop:
             return
         except ChatGone as exc:
             self._finished(dispatch, TurnOutcome(False, "", f"the chat is gone: {exc}"))
+            return
+        except Exception as exc:  # a turn that cannot start is a failed fire, never a wedged claim
+            log.exception("action=fire_failed_to_start task_id=%s", dispatch.task_id)
+            self._finished(dispatch, TurnOutcome(False, "", f"the turn could not start: {exc}"))
             return
         claims.mark_started(self.db, now, dispatch, run_id)
         self.stats.fires += 1

@@ -114,22 +114,34 @@ class PromptService:
         with self._lock:
             self._handles[run.id] = handle
         self._ensure_pump()
+        try:
+            request = self._prepare(chat, project, run, handle, text, source, task_id, run_id, owner_id,
+                                    fresh_session)
+            handle.on_finish = on_finish
+            thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
+                                      name=f"run-{run.id}", daemon=True)
+            thread.start()
+        except Exception as exc:  # the lock is held: end the run rather than leave the chat wedged
+            log.exception("action=turn_failed_to_start run_id=%s", run.id)
+            self._finish(run, handle, RunStatus.FAILED, f"the turn could not start: {exc}")
+            raise
+        log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
+                 run.id, chat_id, source.value, task_id)
+        return handle
+
+    def _prepare(self, chat: Chat, project: Project | None, run: Run, handle: RunHandle, text: str,
+                 source: RunSource, task_id: int | None, run_id: int | None, owner_id: int | None,
+                 fresh_session: bool) -> TurnRequest:
+        """Workspace, schedule tools (when allowed) and history of a turn that holds the chat's lock."""
         workspace = ensure_workspace(self.settings.workspaces_dir, project.id) if project else None
         env: dict[str, str] = {}
         if workspace is not None and (source == RunSource.SCHEDULE or SCHEDULED_TASKS in chat_skills(chat)):
             env, handle.grant_id = self._tools(chat, workspace, source, task_id, run_id, owner_id)
             if source == RunSource.SCHEDULE:
                 text = f"{text}\n\n---\n{skill_text()}"
-        request = TurnRequest(chat_id=chat_id, run_id=run.id, text=text, workspace=workspace, env=env,
-                              session_id=None if fresh_session else chat.provider_session_id,
-                              history=() if fresh_session else self._history(chat_id, run.id))
-        handle.on_finish = on_finish
-        thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
-                                  name=f"run-{run.id}", daemon=True)
-        thread.start()
-        log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
-                 run.id, chat_id, source.value, task_id)
-        return handle
+        return TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
+                           session_id=None if fresh_session else chat.provider_session_id,
+                           history=() if fresh_session else self._history(chat.id, run.id))
 
     def _history(self, chat_id: int, before_run: int, limit: int = 50) -> tuple[tuple[str, str], ...]:
         """Earlier finished turns of the chat as (role, text), oldest first (providers trim to budget)."""
@@ -212,6 +224,10 @@ class PromptService:
         log.info("action=run_finished run_id=%s chat_id=%s status=%s", run.id, run.chat_id, final.value)
 
     # -- heartbeat pump --------------------------------------------------------------------
+    def start_pump(self) -> None:
+        """Start renewing heartbeats and sweeping dead runs now (a scheduler does so at start)."""
+        self._ensure_pump()
+
     def _ensure_pump(self) -> None:
         with self._lock:
             if self._pump is None or not self._pump.is_alive():

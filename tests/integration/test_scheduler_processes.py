@@ -4,8 +4,9 @@ Every test spawns ``python -m scheduler`` children (tests/integration/procs.py) 
 parametrized database, drives them only through rows and wake hints — exactly as the web process
 does — and waits on database conditions with bounded polls. Nothing here sleeps as an assertion.
 
-The tests marked ``xfail(strict=True)`` at the end are what the SPEC demands and the code does not
-do yet; each reason names the flaw. They run on SQLite only: the flaws are in process logic.
+The tests at the end pin flaws found and fixed (a SIGTERM during a long iteration, a lease that
+lapsed during a long iteration, a turn that could not start, a dead turn's run left running);
+they run on SQLite only: the flaws were in process logic.
 """
 
 from __future__ import annotations
@@ -185,10 +186,6 @@ def test_kill_9_mid_turn_abandons_and_never_refires(core: Core, procs: Scheduler
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the flaw is in process logic, not SQL
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
-    "the dead turn's chat Run stays 'running' until someone begins a run in that chat: the surviving "
-    "scheduler's PromptService heartbeat pump (which abandons stale runs) only starts with its first "
-    "turn, and claims.recover releases the TaskRun without touching the Run it points to"))
 def test_kill_9_dead_turn_run_is_abandoned_by_the_surviving_scheduler(core: Core, procs: Schedulers) -> None:
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
@@ -367,14 +364,8 @@ def test_downtime_of_several_periods_fires_once(core: Core, procs: Schedulers) -
     assert after.next_run_at == armed + dt.timedelta(seconds=11 * period)
 
 
-# -- known flaws (xfail) ----------------------------------------------------------------------------
+# -- flaws found and fixed ----------------------------------------------------------------------------
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the flaw is in process logic, not SQL
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
-    "a turn that fails to start after the run lock was taken wedges the claim and the chat: "
-    "PromptService.start begins the Run and registers it with the heartbeat pump before preparing the "
-    "workspace, so an OSError there leaves the Run 'running' (renewed forever), and Loop._start only "
-    "catches ChatBusy/ChatGone, so the exception aborts the tick and the TaskRun stays 'running' with "
-    "active_run_id set"))
 def test_fire_whose_turn_cannot_start_fails_and_frees_the_chat(core: Core, procs: Schedulers) -> None:
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
@@ -392,11 +383,6 @@ def test_fire_whose_turn_cannot_start_fails_and_frees_the_chat(core: Core, procs
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the flaw is in process logic, not SQL
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the scheduler's lease is renewed only at the start of a loop iteration (Loop._iterate beats before "
-    "claiming), so an iteration that claims many due tasks outlives CHATCRON_RUN_LEASE_SECONDS; any peer's "
-    "claims.recover then abandons this live scheduler's running claims (seen with 4 schedulers and 500 "
-    "due tasks: the last claims were abandoned while their turns ran)"))
 def test_an_iteration_longer_than_the_lease_keeps_its_live_claims(core: Core, procs: Schedulers) -> None:
     user, project_id = _owner(core)
     task_ids = _many_tasks(core, user, project_id, N_TASKS)
@@ -415,10 +401,6 @@ def test_an_iteration_longer_than_the_lease_keeps_its_live_claims(core: Core, pr
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the flaw is in process logic, not SQL
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
-    "SIGTERM while a loop iteration runs hangs the scheduler for ever: scheduler/__main__.py shutdown() "
-    "calls aps.shutdown(wait=True), which holds APScheduler's _jobstores_lock while it waits for the "
-    "running Loop.tick, and tick's finally calls self.schedule() → aps.add_job(), which needs that lock"))
 def test_sigterm_during_a_long_iteration_still_stops(core: Core, procs: Schedulers) -> None:
     user, project_id = _owner(core)
     task_ids = _many_tasks(core, user, project_id, 200)
