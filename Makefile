@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine: `make run` and `make test`.
-.PHONY: run test lint setup bench
+.PHONY: run test lint setup bench bench-smoke
 
 run:
 	@bash scripts/run.sh
@@ -12,3 +12,9 @@ lint:
 
 setup:
 	@bash scripts/setup.sh --test
+
+bench:
+	@bash scripts/bench.sh
+
+bench-smoke:
+	@bash scripts/bench.sh --quick

@@ -1,0 +1,38 @@
+"""The benchmark runner still runs: ``python -m tests.perf.run --quick`` on SQLite, small sizes.
+
+No target is asserted (a smoke run's values mean nothing); what is asserted is the output
+contract docs/BENCHMARKS.md relies on — every line JSON, every figure present with the six keys and
+a value, and the machine line last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.integration.procs import ROOT
+
+KEYS = {"metric", "value", "unit", "target", "ok", "db"}
+FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "burst_fires_per_s",
+           "db_single_row_writes_per_s", "burst_vs_db_limit", "idle_cpu_percent", "idle_rss_mb",
+           "wake_latency_p50_ms", "wake_latency_p95_ms", "ui_event_latency_p50_ms", "ui_event_latency_p95_ms",
+           "ui_event_latency_all_pages_p95_ms", "api_list_rps"}
+
+
+def test_quick_benchmark_prints_every_figure_and_the_machine() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}  # SQLite only
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-m", "tests.perf.run", "--quick"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=150)
+    assert out.returncode == 0, out.stderr[-4000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    *figures, last = lines
+    assert set(last) == {"machine"}, last
+    assert {"cores", "python", "sqlite", "postgresql"} <= set(last["machine"])
+    for figure in figures:
+        assert set(figure) == KEYS, figure
+        assert isinstance(figure["value"], int | float), figure
+        assert figure["db"] in (None, "sqlite"), figure
+    assert {f["metric"] for f in figures} == FIGURES

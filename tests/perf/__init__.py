@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m tests.perf.run`` (``make bench``); see docs/BENCHMARKS.md."""
