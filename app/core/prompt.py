@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from app.core.batching import Batcher
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -179,11 +180,13 @@ class PromptService:
         timer.daemon = True
         timer.start()
         status, error = RunStatus.SUCCEEDED, None
+        batcher = Batcher(lambda text: append_output(self.db, self.clock, run, text))
         try:
             provider = self.providers(project)
 
             def emit(chunk: str) -> None:
-                if chunk and not append_output(self.db, self.clock, run, chunk):
+                batcher.add(chunk)
+                if batcher.ended:
                     handle.cancel.set()  # someone else ended this run (abandoned it)
                     raise ProviderError("the run was ended elsewhere")
 
@@ -195,6 +198,10 @@ class PromptService:
             status, error = RunStatus.FAILED, f"provider error: {exc}"
         finally:
             timer.cancel()
+            try:
+                batcher.flush()  # the tail of the reply, before the run is finished
+            except Exception:
+                log.exception("action=final_flush_failed run_id=%s", run.id)
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
         self._finish(run, handle, status, error)

@@ -7,6 +7,7 @@ import pytest
 from app.core import auth, chats, projects, runs
 from app.core.errors import PromptAlreadyRunning
 from app.core.models import RunSource, RunStatus
+from tests.conftest import make_core, with_settings
 
 
 def _chat(core):
@@ -25,7 +26,8 @@ def test_second_start_on_a_busy_chat_is_refused(core):
     assert result is not None and result.status == RunStatus.FAILED
 
 
-def test_turn_streams_reply_into_events_and_output(core):
+def test_turn_streams_reply_into_events_and_output(settings):
+    core = make_core(with_settings(settings, demo_word_delay_seconds=0.06))  # slower than the 50 ms batching
     chat = _chat(core)
     result = core.prompts.start(chat.id, "hello world").wait(10)
     assert result.status == RunStatus.SUCCEEDED
@@ -36,6 +38,15 @@ def test_turn_streams_reply_into_events_and_output(core):
     chunks = [e.text for e in events if e.type == "assistant_text"]
     assert len(chunks) > 3 and "".join(chunks) == result.output
     assert [e.id for e in events] == sorted(e.id for e in events)
+    core.db.dispose()
+
+
+def test_a_burst_of_chunks_is_written_in_few_events(core):
+    chat = _chat(core)  # word delay 0: the whole reply is emitted at once
+    result = core.prompts.start(chat.id, " ".join(f"w{i}" for i in range(40))).wait(10)
+    assert result.status == RunStatus.SUCCEEDED and result.output.endswith("w39")
+    chunks = [e.text for e in runs.list_events(core.db, chat.id) if e.type == "assistant_text"]
+    assert "".join(chunks) == result.output and len(chunks) <= 3
 
 
 def test_dead_run_is_abandoned_after_the_lease_and_chat_freed(core, fake_clock):
