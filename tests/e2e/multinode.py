@@ -73,10 +73,13 @@ def manage(env: dict[str, str], *args: str) -> str:
 class WebProcess:
     """``reflex run --env prod`` with ``REFLEX_REDIS_URL`` and ``GRANIAN_WORKERS`` set."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, workers: int) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, workers: int, web_dir: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**env, "CHATCRON_API_URL": self.url, "GRANIAN_WORKERS": str(workers)}
+        # A build folder of its own: a prod build embeds its port, so rebuilding the shared .web/
+        # would point the pages of any other running server (the e2e session server) at this one.
+        self.env = {**env, "CHATCRON_API_URL": self.url, "GRANIAN_WORKERS": str(workers),
+                    "REFLEX_WEB_WORKDIR": str(web_dir)}
         self.log_path = log_path
         self.popen: subprocess.Popen | None = None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import shutil
 import signal
 import time
 import urllib.request
@@ -73,7 +74,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06", "REFLEX_REDIS_URL": redis_url}
     mn.manage(web_env, "migrate")
     mn.manage(web_env, "seed-demo")
-    web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS)
+    web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS, root / "web-build")
     group = Schedulers(db_url, root / "unused", root / "logs")
     settings = Settings(data_dir=root / "test-host", database_url=db_url, run_lease_seconds=LEASE,
                         max_tasks_per_project=0, demo_word_delay_seconds=0.0)
@@ -94,6 +95,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         core.db.dispose()
         mn.flush_redis(redis_url)
         _drop_schema(pg_base, schema)
+        shutil.rmtree(root / "web-build", ignore_errors=True)  # ~150 MB of node_modules
 
 
 def test_two_web_workers_two_schedulers_on_postgresql(cluster: Cluster, browser: Browser) -> None:
