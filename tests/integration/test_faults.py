@@ -308,7 +308,7 @@ FLOOD_TIMEOUT = 15
 QUADRATIC = ("app/core/runs.py append_output stores each 64 KiB chunk as `output = output || chunk`, rewriting "
              "the whole Run.output per chunk (quadratic; Run.output has no cap): a 50 MiB reply is not stored "
              f"within {FLOOD_TIMEOUT} s, the turn times out and the fire fails, and the scheduler's peak RSS grows by "
-             "more than half the reply (measured +65 to +228 MiB on SQLite and PostgreSQL)")
+             "more than half the reply (measured +34 to +228 MiB on SQLite and PostgreSQL)")
 
 
 @pytest.mark.xfail(strict=True, reason=QUADRATIC)
