@@ -162,7 +162,7 @@ def test_a_bad_time_is_a_usage_error_and_nothing_is_sent(stub: Stub, at: str) ->
     assert stub.requests == []
 
 
-@pytest.mark.xfail(strict=True, reason="remote-schedule instant() (app/core/agent_assets/remote-schedule:188) "
+@pytest.mark.xfail(strict=True, reason="remote-schedule instant() "
                    "lets OverflowError/OSError escape from dt.timedelta(...) and datetime.fromtimestamp(...): "
                    "a huge relative time or Unix-millisecond value ends in a traceback with exit 1")
 @pytest.mark.parametrize("at", ["99999999999999999999", "+99999999999d", "+" + "9" * 30 + "s"],
@@ -212,7 +212,7 @@ def fifo(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.xfail(strict=True, reason="remote-schedule read_prompt (app/core/agent_assets/remote-schedule:208) "
+@pytest.mark.xfail(strict=True, reason="remote-schedule read_prompt "
                    "reads the whole prompt file or stdin with no size cap and opens any file type: /dev/zero "
                    "grows until MemoryError (a traceback), a FIFO without a writer blocks forever, and a 1 MB "
                    "file is sent to the API instead of being refused locally")
@@ -279,7 +279,7 @@ def test_a_malformed_http_url_is_a_sentence(stub: Stub, suffix: str) -> None:
     assert all("X-Injected" not in k for r in stub.requests for k in r.headers)
 
 
-@pytest.mark.xfail(strict=True, reason="remote-schedule api_from_env (app/core/agent_assets/remote-schedule:150) "
+@pytest.mark.xfail(strict=True, reason="remote-schedule api_from_env "
                    "accepts user:password@ in SCHEDULE_API_URL; urllib then takes 'user:password@host' as the "
                    "host name and the 'cannot reach' error prints the URL with the password, exit 1 instead of 3")
 @pytest.mark.parametrize("userinfo", ["agent:s3cret-pw@", "s3cret-pw@", ":s3cret-pw@"])
@@ -291,14 +291,14 @@ def test_a_url_with_credentials_is_exit_3_without_echoing_them(stub: Stub, useri
 
 
 @pytest.mark.xfail(strict=True, reason="remote-schedule: urllib.parse.urlsplit raises ValueError('Invalid IPv6 "
-                   "URL') in api_from_env and Api.__init__ (app/core/agent_assets/remote-schedule:101,156), "
+                   "URL') in api_from_env and Api.__init__, "
                    "uncaught: a traceback with exit 1")
 @pytest.mark.parametrize("url", ["http://[::1", "http://[not-an-ip]:3000"])
 def test_a_malformed_ipv6_url_is_exit_3_with_a_sentence(url: str) -> None:
     answered_sanely(run("list", url=url), (3,))
 
 
-@pytest.mark.xfail(strict=True, reason="remote-schedule Api.call (app/core/agent_assets/remote-schedule:107) "
+@pytest.mark.xfail(strict=True, reason="remote-schedule Api.call "
                    "puts SCHEDULE_API_TOKEN into the header unchecked: a CR/LF makes http.client raise "
                    "ValueError and a non-Latin-1 character UnicodeEncodeError, both uncaught (traceback, exit 1)")
 @pytest.mark.parametrize("token", ["ccg_a\r\nX-Injected: 1", "ccg_a\nb", "ccg_ü€"], ids=["crlf", "lf", "non-latin-1"])
