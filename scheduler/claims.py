@@ -218,12 +218,18 @@ def prune_history(s: Session, task_id: int, limit: int) -> int:
 
 def heartbeat(db: Database, now: dt.datetime, instance: str, iterations: int = 0) -> None:
     """Renew this scheduler's lease (insert on first beat) and publish its loop count."""
-    with db.write() as s:
-        row = s.get(SchedulerInstance, instance)
-        if row is None:
-            row = SchedulerInstance(id=instance, started_at=now, heartbeat_at=now)
-        row.heartbeat_at, row.iterations = now, iterations
-        s.add(row)
+    for attempt in range(2):  # two threads may insert the first beat at once: the loser updates
+        try:
+            with db.write() as s:
+                row = s.get(SchedulerInstance, instance)
+                if row is None:
+                    row = SchedulerInstance(id=instance, started_at=now, heartbeat_at=now)
+                row.heartbeat_at, row.iterations = now, iterations
+                s.add(row)
+            return
+        except IntegrityError:
+            if attempt:
+                raise
 
 
 def stop_instance(db: Database, now: dt.datetime, instance: str) -> None:

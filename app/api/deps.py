@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Path, Request
+from pydantic import BeforeValidator
 
 from app.core import auth
 from app.core.context import Core
@@ -13,7 +14,17 @@ from app.core.errors import Unauthorized
 from app.core.models import User
 
 MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
-Id = Annotated[int, Path(ge=1, le=MAX_ID)]  # out of range → 404 like any unknown id
+
+
+def _digits(value: object) -> object:
+    """Only plain digits are integers here: "2.0" or "1e3" are refused, not coerced."""
+    if isinstance(value, str) and not value.isdigit():
+        raise ValueError("must be a whole number written with digits")
+    return value
+
+
+Digits = BeforeValidator(_digits)
+Id = Annotated[int, Digits, Path(ge=1, le=MAX_ID)]  # out of range or not digits → 404 like any unknown id
 
 
 def bearer(request: Request) -> str:

@@ -79,7 +79,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, "error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        message = str(exc.detail)
+        if exc.status_code == 400 and "error parsing the body" in message:
+            message = "body: is not valid JSON (it could not be parsed as UTF-8 JSON of reasonable depth)"
+        return error_response(exc.status_code, code, message)
 
     @app.exception_handler(StoreError)
     async def _store(_req: Request, exc: StoreError) -> JSONResponse:

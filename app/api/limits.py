@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 API_PREFIXES = ("/api/", "/agent-api/", "/auth/")
@@ -23,27 +22,55 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+        if declared is not None and not declared.isdigit():
+            await self._reject(send, 400, "invalid", "Content-Length: is not a number")
+            return
+        if declared is not None and int(declared) > self.max_bytes:
             await self._reject(send)
             return
-        seen = 0
+        if declared is None:
+            # A streamed body is read (up to the limit) before any handler runs, so even an endpoint
+            # that never reads its body cannot act on an oversized request.
+            body, too_large = await self._read_limited(receive)
+            if too_large:
+                await self._reject(send)
+                return
+            await self.app(scope, _replay(body, receive), send)
+            return
+        await self.app(scope, receive, send)
 
-        async def limited_receive() -> Message:
-            nonlocal seen
+    async def _read_limited(self, receive: Receive) -> tuple[bytes, bool]:
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    # FastAPI passes an HTTPException through its body reader; the error handler answers 413.
-                    raise HTTPException(413, f"body: larger than {self.max_bytes} bytes")
-            return message
+            if message["type"] != "http.request":
+                return b"".join(chunks), False
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                return b"", True
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks), False
 
-        await self.app(scope, limited_receive, send)
-
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps({"error": {"code": "too_large",
-                                     "message": f"body: larger than {self.max_bytes} bytes"}}).encode()
-        await send({"type": "http.response.start", "status": 413,
+    async def _reject(self, send: Send, status: int = 413, code: str = "too_large", message: str = "") -> None:
+        text = message or f"body: larger than {self.max_bytes} bytes"
+        body = json.dumps({"error": {"code": code, "message": text}}).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive() that hands out the already-read body once, then defers to the real one."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

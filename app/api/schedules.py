@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from app.api.deps import Id, core_of, current_user
+from app.api.deps import Digits, Id, core_of, current_user
 from app.core.clock import rfc3339
 from app.core.errors import InvalidInput
 from app.core.models import User
@@ -160,5 +160,5 @@ def run_now(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
 
 @router.get("/schedules/{tid}/runs")
 def task_runs(tid: Id, tasks: TasksDep, user: UserDep,
-              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+              limit: Annotated[int, Digits, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
     return {"runs": [task_run_json(r) for r in tasks.runs(Actor(user), tid, limit)]}

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-from app.api.deps import MAX_ID, Id, core_of, current_user
+from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
 from app.core import chats, projects, runs
@@ -99,8 +99,8 @@ def patch_chat(cid: Id, body: ChatPatch, core: CoreDep, user: UserDep) -> dict[s
 
 @router.get("/chats/{cid}/events")
 def list_events(cid: Id, core: CoreDep, user: UserDep,
-                after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-                limit: Annotated[int, Query(ge=1, le=runs.MAX_PAGE)] = 200) -> dict[str, Any]:
+                after: Annotated[int, Digits, Query(ge=0, le=MAX_ID)] = 0,
+                limit: Annotated[int, Digits, Query(ge=1, le=runs.MAX_PAGE)] = 200) -> dict[str, Any]:
     chats.get_chat(core.db, user, cid)
     events = runs.list_events(core.db, cid, after, limit)
     return {"events": [event_json(e) for e in events], "next_after": events[-1].id if events else after}

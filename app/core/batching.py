@@ -16,9 +16,11 @@ from collections.abc import Callable
 class Batcher:
     """Thread-safe; ``write`` returns False when the run has ended elsewhere (then ``ended`` is set)."""
 
-    def __init__(self, write: Callable[[str], bool], interval: float = 0.05) -> None:
+    def __init__(self, write: Callable[[str], bool], interval: float = 0.05, max_buffer: int = 65536) -> None:
         self._write = write
         self.interval = interval
+        self.max_buffer = max_buffer  # characters held back at most: a flood is written as it comes
+        self._buffered = 0
         self._lock = threading.Lock()
         self._buffer: list[str] = []
         self._last = 0.0
@@ -30,8 +32,9 @@ class Batcher:
             return
         with self._lock:
             self._buffer.append(chunk)
+            self._buffered += len(chunk)
             wait = self._last + self.interval - time.monotonic()
-            if wait <= 0:
+            if wait <= 0 or self._buffered >= self.max_buffer:
                 self._flush_locked()
             elif self._timer is None:
                 self._timer = threading.Timer(wait, self.flush)
@@ -48,6 +51,7 @@ class Batcher:
             self._timer = None
         text = "".join(self._buffer)
         self._buffer.clear()
+        self._buffered = 0
         self._last = time.monotonic()
         if text and not self.ended and not self._write(text):
             self.ended = True

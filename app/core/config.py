@@ -81,6 +81,7 @@ class Settings:
     busy_retry_seconds: int = 15
     run_timeout_seconds: int = 1800
     run_lease_seconds: int = 30
+    run_output_max_bytes: int = 1_048_576
     failure_backoff_seconds: int = 60
     failure_backoff_cap_seconds: int = 3600
     max_consecutive_failures: int = 5
@@ -124,6 +125,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "BUSY_RETRY_SECONDS": ("busy_retry_seconds", _int(1)),
     "RUN_TIMEOUT_SECONDS": ("run_timeout_seconds", _int(1)),
     "RUN_LEASE_SECONDS": ("run_lease_seconds", _int(2)),
+    "RUN_OUTPUT_MAX_BYTES": ("run_output_max_bytes", _int(1024)),
     "FAILURE_BACKOFF_SECONDS": ("failure_backoff_seconds", _int(0)),
     "FAILURE_BACKOFF_CAP_SECONDS": ("failure_backoff_cap_seconds", _int(0)),
     "MAX_CONSECUTIVE_FAILURES": ("max_consecutive_failures", _int(0)),

@@ -180,7 +180,7 @@ class PromptService:
         timer.daemon = True
         timer.start()
         status, error = RunStatus.SUCCEEDED, None
-        batcher = Batcher(lambda text: append_output(self.db, self.clock, run, text))
+        batcher = Batcher(self._capped_writer(run))
         try:
             provider = self.providers(project)
 
@@ -205,6 +205,25 @@ class PromptService:
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
         self._finish(run, handle, status, error)
+
+    def _capped_writer(self, run: Run) -> Callable[[str], bool]:
+        """Appends to the run's output until CHATCRON_RUN_OUTPUT_MAX_BYTES, then notes the cut once and
+        drops the rest, so a flooding agent costs bounded memory and storage."""
+        cap = self.settings.run_output_max_bytes
+        left = [cap]  # bytes still allowed; -1 once the cut has been noted
+
+        def write(text: str) -> bool:
+            if left[0] < 0:
+                return True
+            data = text.encode("utf-8", "replace")
+            if len(data) > left[0]:
+                text = data[:left[0]].decode("utf-8", "ignore") + f"\n[output truncated at {cap} bytes]"
+                left[0] = -1
+            else:
+                left[0] -= len(data)
+            return append_output(self.db, self.clock, run, text)
+
+        return write
 
     def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None) -> None:
         try:

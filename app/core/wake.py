@@ -14,6 +14,7 @@ import logging
 import os
 import select
 import stat
+import time
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -97,10 +98,30 @@ class WakeListener:
                 while os.read(self._fds[0], 4096):
                     pass
             return True
+        import psycopg
+
+        if self._pg is None or self._pg.closed:
+            return self._reconnect(timeout)
         got = False
-        for _ in self._pg.notifies(timeout=max(0.0, timeout), stop_after=1):
-            got = True
+        try:
+            for _ in self._pg.notifies(timeout=max(0.0, timeout), stop_after=1):
+                got = True
+        except psycopg.Error as exc:  # the server restarted or failed over: listen again
+            log.warning("action=wake_listener_lost error=%s", str(exc).splitlines()[0][:200] if str(exc) else exc)
+            with contextlib.suppress(Exception):
+                self._pg.close()
+            return True  # re-read what is due: hints may have been missed meanwhile
         return got
+
+    def _reconnect(self, timeout: float) -> bool:
+        """Listen again after a lost connection; waits ``timeout`` before a retry when it fails."""
+        try:
+            self.open()
+            return True
+        except Exception as exc:
+            log.warning("action=wake_listener_reconnect_failed error=%s", type(exc).__name__)
+            time.sleep(max(0.0, timeout))
+            return False
 
     def close(self) -> None:
         if self._fds is not None:

@@ -193,9 +193,6 @@ def test_a_body_over_the_limit_on_a_bodyless_endpoint_is_413_by_content_length(s
     assert status == 413 and error["code"] == "too_large"
 
 
-@pytest.mark.xfail(strict=True, reason="app/api/limits.py BodyLimit only counts body bytes as the handler reads "
-                   "them; a chunked body (no Content-Length) to an endpoint that never reads its body is not "
-                   "checked, so the action runs (200/204) instead of 413")
 @pytest.mark.parametrize(("method", "path"), BODYLESS_ENDPOINTS, ids=BODYLESS_IDS)
 def test_a_chunked_body_over_the_limit_on_a_bodyless_endpoint_is_413(fresh: World, method: str,
                                                                      path: str) -> None:
@@ -280,9 +277,6 @@ def test_an_unparseable_body_is_400(shared: World, raw: bytes, headers: dict[str
     assert status == 400 and error["code"] == "invalid"
 
 
-@pytest.mark.xfail(strict=True, reason="app/api/errors.py _http passes FastAPI's 'There was an error parsing "
-                   "the body' through: a body json.loads rejects with RecursionError, UnicodeDecodeError or the "
-                   "4300-digit ValueError (not JSONDecodeError) gets a 400 that names no field")
 @pytest.mark.parametrize(("raw", "headers"), [c[1:] for c in UNPARSEABLE], ids=[c[0] for c in UNPARSEABLE])
 def test_an_unparseable_body_is_400_naming_the_body(shared: World, raw: bytes, headers: dict[str, str]) -> None:
     _, error = shared.refused("POST", "/api/chats/{chat}/schedules", raw=raw, headers=headers)
@@ -475,8 +469,6 @@ def test_a_bad_number_in_the_query_is_400_naming_the_parameter(shared: World, pa
     assert status == 400 and error["message"].startswith(f"{name}:"), error
 
 
-@pytest.mark.xfail(strict=True, reason="query and path ints are parsed by pydantic in lax mode, which accepts "
-                   "'2.0' (a float with a zero fraction) as 2; SPEC §5 wants an invalid value refused with 400")
 @pytest.mark.parametrize("url", ["/api/chats/{chat}/events?limit=2.0", "/api/chats/{chat}/events?after=0.0",
                                  "/api/schedules/{task}/runs?limit=2.0", "/api/chats/{chat}.0"],
                          ids=["events-limit", "events-after", "runs-limit", "path-id"])
