@@ -10,7 +10,7 @@ Run: ``python -m tests.perf.bench_burst [--quick]``.
   ``Database`` (engine, pragmas, write lock) from this process, measured right after each burst
   while the scheduler is idle; median over repeats.
 * ``burst_vs_db_limit``: the first ÷ the second (how many fires per single-row write; higher is
-  better). A fire writes about ten transactions, so ≈ 0.1 is "as fast as the database allows".
+  better). A fire writes about eight transactions, so ≈ 0.12 is "as fast as the database allows".
 """
 
 from __future__ import annotations
