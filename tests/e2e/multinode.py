@@ -142,3 +142,13 @@ def socket_instance(redis_url: str, token: str, timeout: float = 10.0) -> str:
             time.sleep(0.1)
     finally:
         client.close()
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log, without Reflex's repeated deprecation warnings."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    keep = [line for line in text.splitlines() if "eprecat" not in line and "(app/ui/state" not in line]
+    return "\n".join(keep[-lines:])

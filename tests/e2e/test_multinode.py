@@ -100,10 +100,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def test_two_web_workers_two_schedulers_on_postgresql(cluster: Cluster, browser: Browser) -> None:
     t0 = time.monotonic()
-    _web_runs_two_workers_and_health_sees_the_schedulers(cluster)
-    _a_turn_streams_live_to_tabs_on_both_workers(cluster, browser)
-    _a_burst_fires_each_occurrence_once_across_both_schedulers(cluster)
-    _a_killed_schedulers_claims_are_recovered_by_the_other(cluster)
+    try:
+        _web_runs_two_workers_and_health_sees_the_schedulers(cluster)
+        _a_turn_streams_live_to_tabs_on_both_workers(cluster, browser)
+        _a_burst_fires_each_occurrence_once_across_both_schedulers(cluster)
+        _a_killed_schedulers_claims_are_recovered_by_the_other(cluster)
+    except BaseException:
+        print(f"\n--- web process log (tail) ---\n{mn.tail(cluster.web.log_path)}")
+        for proc in cluster.schedulers:
+            print(f"--- scheduler pid {proc.pid} (tail) ---\n{proc.log_tail()}")
+        raise
     print(f"\nmulti-node scenario took {time.monotonic() - t0:.1f} s after start-up")
 
 
@@ -111,8 +117,8 @@ def test_two_web_workers_two_schedulers_on_postgresql(cluster: Cluster, browser:
 def _web_runs_two_workers_and_health_sees_the_schedulers(c: Cluster) -> None:
     workers = c.web.worker_pids()
     assert len(workers) == WEB_WORKERS, f"expected {WEB_WORKERS} granian workers under reflex run, got {workers}"
-    health = _get_json(c.web.url + "/api/health")
-    assert health["db"] == "ok" and health["scheduler"]["alive"] is True, health
+    health = wait_for(lambda: _alive_health(c), 4 * LEASE, "/api/health to report a live scheduler", c.schedulers)
+    assert health["status"] == "ok" and health["db"] == "ok", health
     with urllib.request.urlopen(c.web.url + "/metrics", timeout=5) as r:
         assert r.status == 200 and b"# TYPE" in r.read()
 
@@ -277,6 +283,11 @@ def _pid_of(instance: str | None) -> int:
     """The pid inside a scheduler instance id (``sched:<host>:<pid>:<nonce>``)."""
     assert instance, "a TaskRun without the instance that claimed it"
     return int(instance.split(":")[2])
+
+
+def _alive_health(c: Cluster) -> dict | None:
+    health = _get_json(c.web.url + "/api/health")
+    return health if health["scheduler"]["alive"] is True else None
 
 
 def _get_json(url: str) -> dict:
