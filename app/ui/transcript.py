@@ -49,3 +49,16 @@ def merge_events(rows: list[dict[str, str]], events: Iterable[Event]) -> list[di
         else:
             out.append(_row(event, run))
     return out
+
+
+def open_runs(current: list[int], events: Iterable[Event]) -> list[int]:
+    """Runs started and not yet finished, after ``events`` (the page's "agent is working" state)."""
+    running = list(current)
+    for event in events:
+        if event.run_id is None:
+            continue
+        if event.type == EventType.RUN_STARTED.value and event.run_id not in running:
+            running.append(event.run_id)
+        elif event.type == EventType.RUN_FINISHED.value and event.run_id in running:
+            running.remove(event.run_id)
+    return running

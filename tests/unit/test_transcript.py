@@ -73,3 +73,16 @@ def test_input_rows_are_not_mutated() -> None:
     assert rows == before
     assert out is not rows
     assert out[-1]["text"] == "partial answer"
+
+
+def test_open_runs_follow_started_and_finished_events() -> None:
+    from app.core.models import Event
+    from app.ui.transcript import open_runs
+
+    def ev(i: int, kind: str, run: int | None) -> Event:
+        return Event(id=i, chat_id=1, run_id=run, type=kind, text="")
+
+    assert open_runs([], [ev(1, "prompt", 7), ev(2, "run_started", 7)]) == [7]
+    assert open_runs([7], [ev(3, "assistant_text", 7)]) == [7]
+    assert open_runs([7], [ev(4, "run_finished", 7)]) == []
+    assert open_runs([], [ev(5, "run_finished", 9), ev(6, "status", None)]) == []

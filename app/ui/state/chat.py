@@ -12,16 +12,20 @@ from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.core.text import storable
 from app.ui.state.nav import NavState
-from app.ui.transcript import merge_events
+from app.ui.transcript import merge_events, open_runs
 
 POLL_SECONDS = 0.25
+CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
 
 
-def _snapshot(chat_id: int, after: int):  # noqa: ANN202 - (events, busy)
+def _events(chat_id: int, after: int):  # noqa: ANN202 - list[Event]
     core = get_core()
-    events = runs.list_events(core.db, chat_id, after, runs.MAX_PAGE)
-    busy = runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
-    return events, busy
+    return runs.list_events(core.db, chat_id, after, runs.MAX_PAGE)
+
+
+def _alive(chat_id: int) -> bool:
+    core = get_core()
+    return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
 class ChatState(NavState):
@@ -35,6 +39,7 @@ class ChatState(NavState):
     missing: bool = False
     _cursor: int = 0
     _generation: int = 0
+    _open_runs: list[int] = []
 
     @rx.event
     async def open_chat(self):
@@ -51,27 +56,38 @@ class ChatState(NavState):
         self.project_chat = chat.project_id is not None
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
         self.messages, self._cursor, self.composer_error, self.busy = [], 0, "", False
+        self._open_runs = []
         self._generation += 1
         return ChatState.tail
 
     @rx.event(background=True)
     async def tail(self):
-        """Follow the chat's event log until the page closes or another chat opens."""
+        """Follow the chat's event log until the page closes or another chat opens.
+
+        "Working" comes from the run_started / run_finished events already read; only now and then
+        (while working and quiet) is the run's heartbeat checked, for a process that died.
+        """
         async with self:
             generation, chat_id = self._generation, self.chat_id
+        quiet = 0
         while True:
             async with self:
                 if self._generation != generation:
                     return
                 cursor = self._cursor
-            events, busy = await asyncio.to_thread(_snapshot, chat_id, cursor)
+            events = await asyncio.to_thread(_events, chat_id, cursor)
+            quiet = 0 if events else quiet + 1
+            stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
                 if self._generation != generation:
                     return
                 if events:
                     self.messages = merge_events(self.messages, events)
                     self._cursor = events[-1].id
-                self.busy = busy
+                    self._open_runs = open_runs(self._open_runs, events)
+                    self.busy = bool(self._open_runs)
+                elif stale and self.busy:
+                    self._open_runs, self.busy = [], False
             if not events:
                 await asyncio.sleep(POLL_SECONDS)
 
