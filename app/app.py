@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from app.api import create_api
+from app.api import behind_proxies, create_api
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.ui.pages import chat, index, login
@@ -12,7 +12,8 @@ from app.ui.pages import chat, index, login
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
 
 app = rx.App(
-    api_transformer=create_api(get_core, _settings.request_max_bytes),
+    api_transformer=[create_api(get_core, _settings.request_max_bytes),
+                     lambda asgi: behind_proxies(asgi, _settings.trusted_proxies)],
     theme=rx.theme(accent_color="indigo", radius="large"),
 )
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=login.LoginState.read_error)

@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from app.api import agent, errors, metrics, schedules, user, web_auth
 from app.api.limits import BodyLimit
+from app.api.proxies import ProxyHeaders
 from app.core.context import Core
+
+
+def behind_proxies(app: ASGIApp, trusted: tuple[str, ...]) -> ASGIApp:
+    """Believe X-Forwarded-Proto/-For from these proxy addresses (so the cookie is Secure behind TLS)."""
+    return ProxyHeaders(app, trusted) if trusted else app
 
 
 def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAPI:

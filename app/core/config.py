@@ -87,6 +87,7 @@ class Settings:
     max_consecutive_failures: int = 5
     run_history_limit: int = 200
     session_ttl_seconds: int = 14 * 24 * 3600
+    trusted_proxies: tuple[str, ...] = ()  # addresses whose X-Forwarded-Proto/-For are believed
     login_max_failures_per_account: int = 5
     login_max_failures_per_address: int = 20
     login_window_seconds: int = 900
@@ -135,6 +136,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "LOGIN_MAX_FAILURES_PER_ADDRESS": ("login_max_failures_per_address", _int(1)),
     "LOGIN_WINDOW_SECONDS": ("login_window_seconds", _int(1)),
     "TEST_POSTGRES_URL": ("test_postgres_url", _text),
+    "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
 }
 
 PREFIX = "CHATCRON_"
