@@ -8,7 +8,7 @@ test:
 	@bash scripts/test.sh
 
 lint:
-	@bash -c 'source scripts/env.sh && bash scripts/setup.sh && ruff check . && ruff format --check . || true'
+	@bash -c 'source scripts/env.sh && bash scripts/setup.sh && ruff check .'
 
 setup:
 	@bash scripts/setup.sh --test
