@@ -18,7 +18,7 @@ from app.core.models import RunStatus
 from scheduler.model import CreatedBy, ScheduledTask, TaskStatus
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.test_demo_schedule_conversation import ApiServer, free_port
+from tests.integration.apiserver import ApiServer, free_port
 
 # The "agent": reads its prompt on stdin, asks for a schedule with the workspace's CLI, reports.
 AGENT = textwrap.dedent("""

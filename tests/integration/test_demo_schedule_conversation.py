@@ -14,23 +14,17 @@ scheduler's finish callback has recorded the TaskRun. No test sleeps.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 import json
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from granian.constants import Interfaces
-from granian.server.embed import Server
 from sqlmodel import select
 
-from app.api import create_api
 from app.core import chats, projects
 from app.core.auth import digest
 from app.core.chats import SCHEDULED_TASKS
@@ -47,6 +41,7 @@ from scheduler.model import CreatedBy, RunOutcome, ScheduledTask, TaskRun, TaskS
 from scheduler.service import Actor, TaskService
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
+from tests.integration.apiserver import ApiServer, free_port
 
 # What the agent writes down as the task's durable prompt: the demo obeys its /complete line at each fire.
 STANDING_PROMPT = "Post the standup summary in this chat.\n/complete the standup is posted\n"
@@ -55,54 +50,6 @@ ASK = ("Please post the standup summary every hour until it is done.\n"
 DRAFT_LINE = 'created schedule {id} "standup" (draft — a user must arm it in the Schedules drawer)'
 DONE_LINE = 'completed schedule {id} "standup"; it will not fire again'
 WAIT = 30.0
-
-
-class ApiServer:
-    """The web process's FastAPI app on 127.0.0.1:``port``, served by granian's embedded server in a thread."""
-
-    def __init__(self, core: Core, port: int) -> None:
-        self.port, self.url = port, f"http://127.0.0.1:{port}"
-        self.app = create_api(lambda: core, core.settings.request_max_bytes)
-        self.loop = asyncio.new_event_loop()
-        self.server: Server | None = None
-        self.failure: BaseException | None = None
-        self.thread = threading.Thread(target=self._serve, name="granian", daemon=True)
-        self.thread.start()
-        self._wait_until_listening()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.server = Server(self.app, address="127.0.0.1", port=self.port, interface=Interfaces.ASGINL,
-                                 log_enabled=False)
-            self.loop.run_until_complete(self.server.serve())
-        except BaseException as exc:  # surfaced by _wait_until_listening
-            self.failure = exc
-
-    def _wait_until_listening(self) -> None:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.failure is not None:
-                pytest.fail(f"granian did not start: {self.failure!r}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.02)  # polling a socket that is coming up, not waiting for a result
-        pytest.fail(f"granian is not listening on port {self.port} after 15 s")
-
-    def close(self) -> None:
-        if self.server is not None and self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.server.stop)
-        self.thread.join(15)
-        assert not self.thread.is_alive(), "granian did not stop"
-        self.loop.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SeenProvider:

@@ -7,25 +7,18 @@ subprocess with a grant minted by ``app.core.grants`` — exactly what an agent 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from granian.constants import Interfaces
-from granian.server.embed import Server
 from sqlmodel import select
 
-from app.api import create_api
 from app.core import chats, projects
 from app.core.context import Core
 from app.core.grants import Scope, issue_grant, revoke_grant
@@ -34,57 +27,9 @@ from app.core.workspace import ASSETS_DIR, workspace_path
 from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from scheduler.service import Actor, TaskService
 from tests.integration.apiclient import add_user
+from tests.integration.apiserver import ApiServer
 
 CRON = ["--cron", "0 9 * * 1-5", "--tz", "Europe/Paris"]
-
-
-class LiveServer:
-    """The agent API on 127.0.0.1, served by granian's embedded server in a thread of its own."""
-
-    def __init__(self, core: Core) -> None:
-        self.app = create_api(lambda: core, core.settings.request_max_bytes)
-        self.loop = asyncio.new_event_loop()
-        self.server: Server | None = None
-        self.failure: BaseException | None = None
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self._serve, name="granian", daemon=True)
-        self.thread.start()
-        self._wait_until_listening()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.server = Server(self.app, address="127.0.0.1", port=self.port, interface=Interfaces.ASGINL,
-                                 log_enabled=False)
-            self.loop.run_until_complete(self.server.serve())
-        except BaseException as exc:  # surfaced by _wait_until_listening / close
-            self.failure = exc
-
-    def _wait_until_listening(self) -> None:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.failure is not None:
-                pytest.fail(f"granian did not start: {self.failure!r}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        pytest.fail(f"granian is not listening on port {self.port} after 15 s")
-
-    def close(self) -> None:
-        if self.server is not None and self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.server.stop)
-        self.thread.join(15)
-        assert not self.thread.is_alive(), "granian did not stop"
-        self.loop.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclasses.dataclass
@@ -92,7 +37,7 @@ class Agent:
     """Alice's project chat with the published CLI, as one agent turn sees it."""
 
     core: Core
-    server: LiveServer
+    server: ApiServer
     alice: User
     project_id: int
     chat_id: int
@@ -146,7 +91,7 @@ def agent(core: Core) -> Iterator[Agent]:
     project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", alice)
     chat = chats.create_chat(core.db, core.clock, alice, project.id, "Plans")
     other = chats.create_chat(core.db, core.clock, alice, project.id, "Other")
-    server = LiveServer(core)
+    server = ApiServer(core)
     try:
         a = Agent(core, server, alice, project.id, chat.id, other.id,
                   workspace_path(core.settings.workspaces_dir, project.id))

@@ -1,0 +1,68 @@
+"""The web process's FastAPI app served on a real loopback socket (granian's embedded server).
+
+Tests whose subprocesses (the remote-schedule CLI, an agent script) must reach the agent API
+over HTTP start one of these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import pytest
+from granian.constants import Interfaces
+from granian.server.embed import Server
+
+from app.api import create_api
+from app.core.context import Core
+
+
+class ApiServer:
+    """The web process's FastAPI app on 127.0.0.1:``port``, served by granian's embedded server in a thread."""
+
+    def __init__(self, core: Core, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = create_api(lambda: core, core.settings.request_max_bytes)
+        self.loop = asyncio.new_event_loop()
+        self.server: Server | None = None
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._serve, name="granian", daemon=True)
+        self.thread.start()
+        self._wait_until_listening()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.server = Server(self.app, address="127.0.0.1", port=self.port, interface=Interfaces.ASGINL,
+                                 log_enabled=False)
+            self.loop.run_until_complete(self.server.serve())
+        except BaseException as exc:  # surfaced by _wait_until_listening
+            self.failure = exc
+
+    def _wait_until_listening(self) -> None:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.failure is not None:
+                pytest.fail(f"granian did not start: {self.failure!r}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.02)  # polling a socket that is coming up, not waiting for a result
+        pytest.fail(f"granian is not listening on port {self.port} after 15 s")
+
+    def close(self) -> None:
+        if self.server is not None and self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.server.stop)
+        self.thread.join(15)
+        assert not self.thread.is_alive(), "granian did not stop"
+        self.loop.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
