@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("create-token", help="print a new personal API token")
     p.add_argument("--email", required=True)
     p.add_argument("--name", default="cli")
+    p.add_argument("--days", type=int, default=0, help="expire after this many days (default: until revoked)")
+    p = sub.add_parser("revoke-tokens", help="revoke every personal API token of a user")
+    p.add_argument("--email", required=True)
     sub.add_parser("seed-demo", help="demo user, project and chat; prints the login")
     p = sub.add_parser("set-provider", help="choose a project's agent provider and its settings")
     p.add_argument("--project", required=True, type=int)
@@ -74,7 +77,13 @@ def run(argv: Sequence[str], core: Core) -> int:
         projects.grant_access(core.db, core.clock, user, args.project)
         print(f"{user.email} can now use project {args.project}")
     elif args.command == "create-token":
-        print(auth.create_api_token(core.db, core.clock, auth.find_user(core.db, args.email).id, args.name))
+        if args.days < 0:
+            raise InvalidInput("--days", "must be 0 (no expiry) or more")
+        user = auth.find_user(core.db, args.email)
+        print(auth.create_api_token(core.db, core.clock, user.id, args.name, args.days * 86400 or None))
+    elif args.command == "revoke-tokens":
+        count = auth.revoke_tokens(core.db, core.clock, auth.find_user(core.db, args.email).id)
+        print(f"revoked {count} token(s) of {args.email}")
     elif args.command == "seed-demo":
         print(seed_demo(core))
     elif args.command == "set-provider":

@@ -185,16 +185,20 @@ def _lock_key(kind: str, value: str) -> int:
     return int.from_bytes(hashlib.sha256(f"chatcron-login:{kind}:{value}".encode()).digest()[:8], "big", signed=True)
 
 
-def create_api_token(db: Database, clock: Clock, user_id: int, name: str = "") -> str:
-    """Issue a personal API token; the plain token is returned once and never stored."""
+def create_api_token(db: Database, clock: Clock, user_id: int, name: str = "",
+                     ttl_seconds: int | None = None) -> str:
+    """Issue a personal API token (valid until revoked, or for ``ttl_seconds``); returned once, never stored."""
     token = new_secret(TOKEN_PREFIX)
+    now = clock.now()
+    expires = now + dt.timedelta(seconds=ttl_seconds) if ttl_seconds else None
     with db.write() as s:
-        s.add(ApiToken(user_id=user_id, token_hash=digest(token), name=name[:120], created_at=clock.now()))
+        s.add(ApiToken(user_id=user_id, token_hash=digest(token), name=name[:120], created_at=now,
+                       expires_at=expires))
     return token
 
 
-def user_for_token(db: Database, token: str) -> User | None:
-    """The owner of an unrevoked personal token, or None."""
+def user_for_token(db: Database, token: str, clock: Clock | None = None) -> User | None:
+    """The owner of an unrevoked, unexpired personal token, or None."""
     if not token:
         return None
     wanted = digest(token)
@@ -207,7 +211,17 @@ def user_for_token(db: Database, token: str) -> User | None:
     record, user = row
     if record.revoked_at is not None or not hmac.compare_digest(record.token_hash, wanted):
         return None
+    if record.expires_at is not None and record.expires_at <= (clock or SystemClock()).now():
+        return None
     return user
+
+
+def revoke_tokens(db: Database, clock: Clock, user_id: int) -> int:
+    """Revoke every live personal token of a user; returns how many."""
+    with db.write() as s:
+        result = s.exec(sa.update(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
+                        .values(revoked_at=clock.now()))
+        return result.rowcount or 0
 
 
 TICKET_SECONDS = 30

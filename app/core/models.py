@@ -151,6 +151,7 @@ class ApiToken(SQLModel, table=True):
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     name: str = ""
     created_at: dt.datetime = _instant()
+    expires_at: dt.datetime | None = _instant(nullable=True)  # None: until revoked
     revoked_at: dt.datetime | None = _instant(nullable=True)
 
 
