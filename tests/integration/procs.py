@@ -24,7 +24,10 @@ import pytest
 from sqlmodel import select
 
 import app
+from app.core import auth, chats, projects
+from app.core.context import Core
 from app.core.db import Database
+from app.core.models import Chat, User
 from scheduler.model import SchedulerInstance
 
 ROOT = Path(app.__file__).resolve().parent.parent
@@ -147,3 +150,14 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
             tails = "\n".join(f"--- scheduler pid {p.pid} ---\n{p.log_tail()}" for p in watched)
             pytest.fail(f"timed out after {timeout} s waiting for {what}\n{tails}")
         time.sleep(every)
+
+
+def new_owner(core: Core) -> tuple[User, int]:
+    """A registered user and a project they own: what every scheduled task needs."""
+    user = auth.create_user(core.db, core.clock, "owner@example.com", "password-1")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
+    return user, project.id
+
+
+def new_chat(core: Core, user: User, project_id: int, title: str = "C") -> Chat:
+    return chats.create_chat(core.db, core.clock, user, project_id, title)

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlmodel import select
 
-from app.core import auth, chats, projects
+from app.core import auth
 from app.core.clock import FakeClock
 from app.core.config import Settings
 from app.core.context import Core
@@ -49,6 +49,8 @@ from scheduler.model import RunOutcome, ScheduledTask, TaskRun
 from scheduler.service import Actor, TaskService
 from tests.conftest import make_core, pg_base_url, with_settings
 from tests.integration.procs import ROOT, Schedulers, schedulers, wait_for
+from tests.integration.procs import new_chat as _chat
+from tests.integration.procs import new_owner as _owner
 from tests.integration.test_scheduler_loop import settle
 
 LEASE = 3
@@ -67,16 +69,6 @@ def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _owner(core: Core) -> tuple[User, int]:
-    user = auth.create_user(core.db, core.clock, "owner@example.com", "password-1")
-    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
-    return user, project.id
-
-
-def _chat(core: Core, user: User, project_id: int, title: str = "C") -> Chat:
-    return chats.create_chat(core.db, core.clock, user, project_id, title)
-
-
 def _service(core: Core) -> TaskService:
     return TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db))
 

@@ -23,7 +23,6 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import func, select
 
-from app.core import auth, chats, projects
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Chat, Run, RunSource, RunStatus, User
@@ -34,6 +33,8 @@ from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trig
 from scheduler.service import Actor, TaskService
 from tests.conftest import with_settings
 from tests.integration.procs import SchedulerProc, Schedulers, schedulers, wait_for, wait_ready
+from tests.integration.procs import new_chat as _chat
+from tests.integration.procs import new_owner as _owner
 
 LEASE = 3  # CHATCRON_RUN_LEASE_SECONDS of every process here: the loop beats every second
 HOUR = 3600
@@ -53,16 +54,6 @@ def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _owner(core: Core) -> tuple[User, int]:
-    user = auth.create_user(core.db, core.clock, "owner@example.com", "password-1")
-    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
-    return user, project.id
-
-
-def _chat(core: Core, user: User, project_id: int, title: str = "C") -> Chat:
-    return chats.create_chat(core.db, core.clock, user, project_id, title)
-
-
 def _service(core: Core, wake: bool = True) -> TaskService:
     return TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db) if wake else None)
 
