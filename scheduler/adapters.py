@@ -2,47 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from app.core.db import Database
 from app.core.errors import NotFound, PromptAlreadyRunning
-from app.core.models import Chat, RunSource, RunStatus, User
+from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
-from app.core.prompt import PromptService, RunResult
+from app.core.prompt import PromptService, RunResult, TurnSpec
 from scheduler.decisions import Auth
-from scheduler.protocols import ChatBusy, ChatGone, FireRequest, TurnOutcome
+from scheduler.protocols import AuthKey, ChatBusy, ChatGone, FireHooks, FireRequest, TurnOutcome
 
 
 class PromptExecutor:
-    """Starts a fire through the same prompt service as a user's message."""
+    """Starts fires through the same prompt service as a user's message."""
 
     def __init__(self, prompts: PromptService) -> None:
         self.prompts = prompts
 
-    def _owner_id(self, email: str) -> int | None:
+    def _owner_ids(self, emails: set[str]) -> dict[str, int]:
         with self.prompts.db.read() as s:
-            return s.exec(select(User.id).where(User.email == email)).first()
+            return {email: uid for uid, email in s.exec(select(User.id, User.email).where(User.email.in_(emails)))}
 
-    def start(self, request: FireRequest, on_done: Callable[[TurnOutcome], None]) -> int:
-        def finished(result: RunResult) -> None:
-            on_done(TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error))
+    def start_many(self, requests: list[FireRequest], hooks: FireHooks) -> list[int | Exception]:
+        owners = self._owner_ids({request.owner for request in requests})
+        by_run: dict[int, FireRequest] = {}  # task_run_id → request
 
-        text = request.text
-        if request.fresh_session and request.previous_output:
-            text += f"\n\nOutput of the previous fire:\n{request.previous_output}"
-        try:
-            handle = self.prompts.start(request.chat_id, text, source=RunSource.SCHEDULE, task_id=request.task_id,
-                                        run_id=request.task_run_id, owner_id=self._owner_id(request.owner),
-                                        shown_prompt=request.text,
-                                        fresh_session=request.fresh_session, on_finish=finished)
-        except PromptAlreadyRunning:
-            raise ChatBusy() from None
-        except NotFound as exc:
-            raise ChatGone(str(exc)) from None
-        return handle.run_id
+        def started(s: Session, pairs: list[tuple[TurnSpec, Run]]) -> None:
+            hooks.started(s, [(by_run[spec.run_id], run.id) for spec, run in pairs])
+
+        specs = []
+        for request in requests:
+            by_run[request.task_run_id] = request
+            text = request.text
+            if request.fresh_session and request.previous_output:
+                text += f"\n\nOutput of the previous fire:\n{request.previous_output}"
+            specs.append(TurnSpec(request.chat_id, text, RunSource.SCHEDULE, task_id=request.task_id,
+                                  run_id=request.task_run_id, owner_id=owners.get(request.owner),
+                                  shown_prompt=request.text, fresh_session=request.fresh_session,
+                                  on_finish=_after(hooks, request), record_finish=_record(hooks, request)))
+        results: list[int | Exception] = []
+        for outcome in self.prompts.start_many(specs, started):
+            if isinstance(outcome, PromptAlreadyRunning):
+                results.append(ChatBusy())
+            elif isinstance(outcome, NotFound):
+                results.append(ChatGone(str(outcome)))
+            elif isinstance(outcome, Exception):
+                results.append(outcome)
+            else:
+                results.append(outcome.run_id)
+        return results
+
+
+def _outcome(result: RunResult) -> TurnOutcome:
+    return TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error)
+
+
+def _record(hooks: FireHooks, request: FireRequest):  # noqa: ANN202 - a TurnSpec.record_finish
+    return lambda s, result: hooks.record(s, request, _outcome(result))
+
+
+def _after(hooks: FireHooks, request: FireRequest):  # noqa: ANN202 - a TurnSpec.on_finish
+    return lambda result: hooks.finished(request, _outcome(result))
 
 
 class CoreDirectory:
@@ -52,18 +73,34 @@ class CoreDirectory:
         self.db = db
 
     def check(self, chat_id: int, project_id: int, owner: str) -> tuple[Auth, str]:
+        key = (chat_id, project_id, owner)
+        return self.check_many([key])[key]
+
+    def check_many(self, keys: list[AuthKey]) -> dict[AuthKey, tuple[Auth, str]]:
         try:
             with self.db.read() as s:
-                chat = s.get(Chat, chat_id)
-                if chat is None:
-                    return Auth.PERMANENT, "the chat no longer exists"
-                if chat.project_id != project_id:
-                    return Auth.PERMANENT, "the chat no longer belongs to the schedule's project"
-                user = s.exec(select(User).where(User.email == owner)).first()
-                if user is None:
-                    return Auth.PERMANENT, f"the owner {owner} is no longer registered"
-                if not has_access(s, user, project_id):
-                    return Auth.PERMANENT, f"the owner {owner} no longer has access to the project"
+                chats = {c.id: c for c in s.exec(select(Chat).where(Chat.id.in_({k[0] for k in keys})))}
+                users = {u.email: u for u in s.exec(select(User).where(User.email.in_({k[2] for k in keys})))}
+                access: dict[tuple[str, int], bool] = {}
+                verdicts = {}
+                for chat_id, project_id, owner in keys:
+                    user = users.get(owner)
+                    if user is not None and (owner, project_id) not in access:
+                        access[(owner, project_id)] = has_access(s, user, project_id)
+                    verdicts[(chat_id, project_id, owner)] = _verdict(chats.get(chat_id), project_id, owner, user,
+                                                                     access.get((owner, project_id), False))
+                return verdicts
         except SQLAlchemyError as exc:
-            return Auth.TRANSIENT, f"could not check access: {type(exc).__name__}"
-        return Auth.OK, ""
+            return {key: (Auth.TRANSIENT, f"could not check access: {type(exc).__name__}") for key in keys}
+
+
+def _verdict(chat: Chat | None, project_id: int, owner: str, user: User | None, allowed: bool) -> tuple[Auth, str]:
+    if chat is None:
+        return Auth.PERMANENT, "the chat no longer exists"
+    if chat.project_id != project_id:
+        return Auth.PERMANENT, "the chat no longer belongs to the schedule's project"
+    if user is None:
+        return Auth.PERMANENT, f"the owner {owner} is no longer registered"
+    if not allowed:
+        return Auth.PERMANENT, f"the owner {owner} no longer has access to the project"
+    return Auth.OK, ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import logging
 
 import sqlalchemy as sa
@@ -25,6 +26,7 @@ from scheduler.protocols import Directory
 from scheduler.views import next_after_fn, task_view
 
 log = logging.getLogger("chatcron.scheduler")
+PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,74 +76,116 @@ def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
 def claim(db: Database, now: dt.datetime, task_id: int, instance: str, directory: Directory,
           limits: d.Limits) -> Dispatch | None:
     """Claim one task in one transaction; returns the turn to start, or None."""
-    with db.write() as s:
-        task = _lock_task(s, db, task_id)
-        if task is None:
-            return None
-        if not db.sqlite:
-            s.exec(select(Chat.id).where(Chat.id == task.chat_id).with_for_update())
-        view = task_view(task)
-        facts = _facts(s, task, directory)
-        decision = d.decide_claim(view, now, facts, limits, next_after_fn(task))
-        if decision.action == d.Action.NOTHING:
-            return None
-        if decision.action == d.Action.DISPATCH:
-            return _dispatch(s, task, decision, now, instance)
-        if decision.action == d.Action.SKIP:
-            _record(s, task, decision.due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
-            decision.changes["last_run_status"] = RunOutcome.SKIPPED
-        _apply(task, decision.changes, now)
-        s.add(task)
-        log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
-        return None
+    dispatches = claim_many(db, now, [task_id], instance, directory, limits)
+    return dispatches[0] if dispatches else None
 
 
-def _facts(s: Session, task: ScheduledTask, directory: Directory) -> d.Facts:
-    busy = s.exec(select(func.count()).select_from(ScheduledTask).where(
-        ScheduledTask.chat_id == task.chat_id, ScheduledTask.active_run_id.is_not(None))).one()
-    in_flight = s.exec(select(func.count()).select_from(TaskRun).where(
-        TaskRun.status == RunOutcome.RUNNING.value)).one()
-    auth, reason = directory.check(task.chat_id, task.project_id, task.owner)
-    return d.Facts(chat_busy=busy > 0, in_flight=in_flight, auth=auth, auth_reason=reason)
+def claim_many(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
+               limits: d.Limits) -> list[Dispatch]:
+    """Claim these tasks in one transaction; returns the turns to start.
 
-
-def _record(s: Session, task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.datetime, instance: str,
-            error: str | None) -> TaskRun | None:
-    """Insert the TaskRun of an occurrence, or None if that occurrence already has one."""
-    row = TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, trigger=due.trigger.value, status=status.value,
-                  fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
-                  finished_at=None if status == RunOutcome.RUNNING else now)
+    Each task is decided as if claimed alone, in order, with the facts (busy chats, turns in
+    flight) updated as claims are made. Should an occurrence's record appear meanwhile (the
+    unique key refuses the insert), the batch is rolled back and claimed again one by one, where
+    the occurrence is then seen as already fired.
+    """
     try:
-        with s.begin_nested():
-            s.add(row)
-            s.flush()
+        return _claim_batch(db, now, task_ids, instance, directory, limits)
     except IntegrityError:
+        log.warning("action=claim_batch_conflict tasks=%s", len(task_ids))
+        if len(task_ids) == 1:
+            return _claim_batch(db, now, task_ids, instance, directory, limits)
+        return [x for task_id in task_ids for x in claim_many(db, now, [task_id], instance, directory, limits)]
+
+
+def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
+                 limits: d.Limits) -> list[Dispatch]:
+    with db.write() as s, s.no_autoflush:
+        query = select(ScheduledTask).where(ScheduledTask.id.in_(task_ids)).order_by(ScheduledTask.id)
+        if not db.sqlite:  # another scheduler's tasks are skipped; claims in one chat are serialized
+            query = query.with_for_update(skip_locked=True)
+        order = {task_id: i for i, task_id in enumerate(task_ids)}
+        tasks = sorted(s.exec(query), key=lambda task: order[task.id])
+        if not tasks:
+            return []
+        chat_ids = sorted({task.chat_id for task in tasks})
+        if not db.sqlite:  # NO KEY UPDATE: serializes claimers without blocking event inserts (KEY SHARE)
+            s.exec(select(Chat.id).where(Chat.id.in_(chat_ids)).order_by(Chat.id).with_for_update(key_share=True))
+        busy = set(s.exec(select(ScheduledTask.chat_id).where(ScheduledTask.chat_id.in_(chat_ids),
+                                                              ScheduledTask.active_run_id.is_not(None))))
+        in_flight = s.exec(select(func.count()).select_from(TaskRun).where(
+            TaskRun.status == RunOutcome.RUNNING.value)).one()
+        auth = directory.check_many([(task.chat_id, task.project_id, task.owner) for task in tasks])
+        records = _records(s, tasks, now)
+        claimed: list[tuple[ScheduledTask, d.Claim, TaskRun]] = []
+        for task in tasks:
+            verdict, reason = auth[(task.chat_id, task.project_id, task.owner)]
+            facts = d.Facts(chat_busy=task.chat_id in busy, in_flight=in_flight, auth=verdict, auth_reason=reason)
+            decision = d.decide_claim(task_view(task), now, facts, limits, next_after_fn(task))
+            row = _decided(s, task, decision, now, instance, records)
+            if row is not None:
+                claimed.append((task, decision, row))
+                busy.add(task.chat_id)
+                in_flight += 1
+        s.flush()  # the new records get their ids
+        return [_dispatch(s, task, decision, row, now) for task, decision, row in claimed]
+
+
+def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[tuple[int, dt.datetime], TaskRun]:
+    """The existing records of the occurrences these tasks want to fire now, by (task id, occurrence)."""
+    wanted = {(task.id, due.occurrence_at) for task in tasks if (due := d.what_is_due(task_view(task), now))}
+    if not wanted:
+        return {}
+    rows = s.exec(select(TaskRun).where(TaskRun.task_id.in_({w[0] for w in wanted}),
+                                        TaskRun.occurrence_at.in_({w[1] for w in wanted})))
+    return {key: row for row in rows if (key := (row.task_id, row.occurrence_at)) in wanted}
+
+
+def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
+             records: dict[tuple[int, dt.datetime], TaskRun]) -> TaskRun | None:
+    """Apply a claim decision; returns the TaskRun to dispatch (its task's changes are applied later)."""
+    if decision.action == d.Action.NOTHING:
         return None
-    return row
-
-
-def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str) -> Dispatch | None:
     due = decision.due
-    row = s.exec(select(TaskRun).where(TaskRun.task_id == task.id, TaskRun.occurrence_at == due.occurrence_at)).first()
-    if row is not None and row.status == RunOutcome.QUEUED.value:
-        row.status, row.attempts, row.error = RunOutcome.RUNNING.value, row.attempts + 1, None
-        row.instance, row.claimed_at, row.finished_at = instance, now, None
-        row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
-        s.add(row)
-        s.flush()
-    elif row is None:
-        row = _record(s, task, due, RunOutcome.RUNNING, now, instance, None)
-    else:
-        row = None
-    if row is None:  # this occurrence already fired: never twice; drop what pointed at it
+    key = (task.id, due.occurrence_at) if due else None
+    if decision.action == d.Action.DISPATCH:
+        row = records.get(key)
+        if row is None:
+            row = records[key] = _new_record(task, due, RunOutcome.RUNNING, now, instance, None)
+            s.add(row)
+            return row
+        if row.status == RunOutcome.QUEUED.value:
+            row.status, row.attempts, row.error = RunOutcome.RUNNING.value, row.attempts + 1, None
+            row.instance, row.claimed_at, row.finished_at = instance, now, None
+            row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
+            s.add(row)
+            return row
+        # this occurrence already fired: never twice; drop what pointed at it
         _apply(task, {k: v for k, v in decision.changes.items()
                       if k in ("next_run_at", "pending_run", "pending_forced", "pending_occurrence_at", "retry_at")},
                now)
-        s.add(task)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
+    if decision.action == d.Action.SKIP:
+        if key not in records:
+            records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
+            s.add(records[key])
+        decision.changes["last_run_status"] = RunOutcome.SKIPPED
+    _apply(task, decision.changes, now)
+    log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
+    return None
+
+
+def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.datetime, instance: str,
+                error: str | None) -> TaskRun:
+    return TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, trigger=due.trigger.value, status=status.value,
+                   fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
+                   finished_at=None if status == RunOutcome.RUNNING else now)
+
+
+def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Dispatch:
+    due = decision.due
     _apply(task, {**decision.changes, "active_run_id": row.id}, now)
-    s.add(task)
     log.info("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
     return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
@@ -161,9 +205,17 @@ def _previous_output(s: Session, task: ScheduledTask) -> str | None:
 def mark_started(db: Database, now: dt.datetime, dispatch: Dispatch, run_id: int) -> None:
     """The turn started: link the chat run; the min-interval floor counts from this instant."""
     with db.write() as s:
-        s.exec(sa.update(TaskRun).where(TaskRun.id == dispatch.task_run_id).values(run_id=run_id, started_at=now))
-        s.exec(sa.update(ScheduledTask).where(ScheduledTask.id == dispatch.task_id)
-               .values(last_fire_started_at=now))
+        mark_started_in(s, now, [(dispatch, run_id)])
+
+
+def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Dispatch, int]]) -> None:
+    """``mark_started`` for several turns, inside the caller's transaction (the one that began them)."""
+    if not started:
+        return
+    s.exec(sa.update(TaskRun), params=[{"id": dispatch.task_run_id, "run_id": run_id, "started_at": now}
+                                       for dispatch, run_id in started])
+    s.exec(sa.update(ScheduledTask), params=[{"id": dispatch.task_id, "last_fire_started_at": now}
+                                             for dispatch, _ in started])
 
 
 def release_busy(db: Database, now: dt.datetime, dispatch: Dispatch, limits: d.Limits) -> None:
@@ -187,17 +239,38 @@ def finish(db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, ou
            limits: d.Limits, history_limit: int) -> RunOutcome | None:
     """Record a finished turn on its TaskRun and task; None if the claim was already released."""
     with db.write() as s:
-        row = s.get(TaskRun, task_run_id)
-        if row is None or row.status != RunOutcome.RUNNING.value:
-            return None
-        task = _lock_for_finish(s, db, row.task_id)
-        result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
-            if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
-        row.status, row.finished_at, row.error = result.outcome.value, now, error
-        s.add(row)
-        if task is not None and task.active_run_id == row.id:
-            _apply(task, result.changes, now)
-            s.add(task)
+        return finish_in(s, db, now, task_run_id, succeeded, output, error, limits, history_limit)
+
+
+_RUNS_T, _TASKS_T = TaskRun.__table__, ScheduledTask.__table__
+_RECORD = sa.select(_RUNS_T.c.id, _RUNS_T.c.task_id, _RUNS_T.c.status, _RUNS_T.c.trigger).where(
+    _RUNS_T.c.id == sa.bindparam("b_id"))
+_TASK = sa.select(_TASKS_T).where(_TASKS_T.c.id == sa.bindparam("b_id"))
+_TASK_LOCKED = _TASK.with_for_update()
+_END_RECORD = _RUNS_T.update().where(_RUNS_T.c.id == sa.bindparam("b_id")).values(
+    status=sa.bindparam("b_status"), finished_at=sa.bindparam("b_now"), error=sa.bindparam("b_error"))
+
+
+def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, output: str,
+              error: str | None, limits: d.Limits, history_limit: int) -> RunOutcome | None:
+    """``finish`` inside the caller's transaction (the one that records the turn's end).
+
+    Plain statements on the session's connection: this runs once per fire, inside a group commit
+    whose session other turns share, so it neither uses nor leaves ORM state.
+    """
+    conn = s.connection()
+    row = conn.execute(_RECORD, {"b_id": task_run_id}).first()
+    if row is None or row.status != RunOutcome.RUNNING.value:
+        return None
+    task = conn.execute(_TASK if db.sqlite else _TASK_LOCKED, {"b_id": row.task_id}).first()
+    result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
+        if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
+    conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
+    if task is not None and task.active_run_id == row.id:
+        changes = {key: value.value if isinstance(value, enum.Enum) else value for key, value in result.changes.items()}
+        conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task.id).values(**changes, updated_at=now))
+        run_count = result.changes.get("run_count", task.run_count)
+        if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
     return result.outcome
 

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 
 from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session
 
 from app.core.clock import Clock
 from app.core.db import Database
@@ -24,6 +25,7 @@ from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, FireReq
 
 log = logging.getLogger("chatcron.scheduler")
 JOB_ID = "chatcron-loop"
+CLAIM_BATCH = 100  # tasks claimed (and turns started) per transaction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Loop:
         self._stopped = False
         self._last_beat: dt.datetime | None = None
         self._in_flight: dict[int, claims.Dispatch] = {}
+        self._started_at = clock.now()  # when the turns being started were started
 
     # -- driver side -------------------------------------------------------------------------
     # The driver (APScheduler) may start tick() while one is running (a wake); the lock and the
@@ -130,55 +133,75 @@ class Loop:
             claims.heartbeat(self.db, now, self.config.instance, self.stats.iterations)
             claims.recover(self.db, now, self.config.lease_seconds)
             self._last_beat = now
-        for task_id in claims.due_task_ids(self.db, now):
+        due = claims.due_task_ids(self.db, now)
+        for first in range(0, len(due), CLAIM_BATCH):
             if self._stopped:  # shutting down: claim nothing more
                 break
-            dispatch = claims.claim(self.db, self.clock.now(), task_id, self.config.instance, self.directory,
-                                    self.config.limits)
-            if dispatch is not None:
-                self._start(dispatch)
+            dispatches = claims.claim_many(self.db, self.clock.now(), due[first:first + CLAIM_BATCH],
+                                           self.config.instance, self.directory, self.config.limits)
+            if dispatches:
+                self._start(dispatches)
         now = self.clock.now()
         beat = (self._last_beat or now) + dt.timedelta(seconds=self.config.beat_seconds)
         deadline = claims.next_deadline(self.db, now)
         return min(beat, deadline) if deadline else beat
 
-    def _start(self, dispatch: claims.Dispatch) -> None:
-        text = d.envelope(dispatch.name, dispatch.prompt, dispatch.fire_number, dispatch.max_runs)
-        request = FireRequest(task_id=dispatch.task_id, task_run_id=dispatch.task_run_id, chat_id=dispatch.chat_id,
-                              owner=dispatch.owner, text=text, fresh_session=dispatch.fresh_session,
-                              previous_output=dispatch.previous_output)
-        now = self.clock.now()
-        self._in_flight[dispatch.task_run_id] = dispatch  # before start: a fast turn may finish first
+    def _start(self, dispatches: list[claims.Dispatch]) -> None:
+        """Start the claimed turns together; each turn's start is recorded in the transaction that
+        begins it, its end in the transaction that records the end (see the hooks below)."""
+        requests = [FireRequest(task_id=x.task_id, task_run_id=x.task_run_id, chat_id=x.chat_id, owner=x.owner,
+                                text=d.envelope(x.name, x.prompt, x.fire_number, x.max_runs),
+                                fresh_session=x.fresh_session, previous_output=x.previous_output)
+                    for x in dispatches]
+        for x in dispatches:  # before the start: a fast turn may finish first
+            self._in_flight[x.task_run_id] = x
+        self._started_at = self.clock.now()
         try:
-            run_id = self.executor.start(request, lambda outcome: self._finished(dispatch, outcome))
-        except ChatBusy:
+            results = self.executor.start_many(requests, self)
+        except Exception as exc:  # nothing started: each fire fails rather than leave its claim wedged
+            log.exception("action=fires_failed_to_start count=%s", len(dispatches))
+            results = [exc] * len(dispatches)
+        for dispatch, result in zip(dispatches, results, strict=True):
+            self._started(dispatch, result)
+
+    def _started(self, dispatch: claims.Dispatch, result: int | Exception) -> None:
+        if isinstance(result, ChatBusy):
             self._in_flight.pop(dispatch.task_run_id, None)
             claims.release_busy(self.db, self.clock.now(), dispatch, self.config.limits)
-            return
-        except ChatGone as exc:
-            self._finished(dispatch, TurnOutcome(False, "", f"the chat is gone: {exc}"))
-            return
-        except Exception as exc:  # a turn that cannot start is a failed fire, never a wedged claim
-            log.exception("action=fire_failed_to_start task_id=%s", dispatch.task_id)
-            self._finished(dispatch, TurnOutcome(False, "", f"the turn could not start: {exc}"))
-            return
-        claims.mark_started(self.db, now, dispatch, run_id)
-        self.stats.fires += 1
-        lateness = (now - dispatch.occurrence_at).total_seconds() * 1000
-        if dispatch.trigger == d.Trigger.SCHEDULE:
-            self.stats.lateness_ms = [*self.stats.lateness_ms[-999:], lateness]
-        log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s lateness_ms=%.1f",
-                 dispatch.task_id, dispatch.task_run_id, run_id, dispatch.chat_id, lateness)
+        elif isinstance(result, ChatGone):
+            self._failed(dispatch, f"the chat is gone: {result}")
+        elif isinstance(result, Exception):  # a turn that cannot start is a failed fire, never a wedged claim
+            log.error("action=fire_failed_to_start task_id=%s error=%s", dispatch.task_id, result)
+            self._failed(dispatch, f"the turn could not start: {result}")
+        else:
+            self.stats.fires += 1
+            lateness = (self._started_at - dispatch.occurrence_at).total_seconds() * 1000
+            if dispatch.trigger == d.Trigger.SCHEDULE:
+                self.stats.lateness_ms = [*self.stats.lateness_ms[-999:], lateness]
+            log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s lateness_ms=%.1f",
+                     dispatch.task_id, dispatch.task_run_id, result, dispatch.chat_id, lateness)
 
-    def _finished(self, dispatch: claims.Dispatch, outcome: TurnOutcome) -> None:
-        self._in_flight.pop(dispatch.task_run_id, None)
+    def _failed(self, dispatch: claims.Dispatch, error: str) -> None:
         try:
-            result = claims.finish(self.db, self.clock.now(), dispatch.task_run_id, outcome.succeeded,
-                                   outcome.output, outcome.error, self.config.limits, self.config.history_limit)
-            log.info("action=fire_finished task_id=%s task_run_id=%s outcome=%s", dispatch.task_id,
-                     dispatch.task_run_id, result.value if result else "already-released")
+            claims.finish(self.db, self.clock.now(), dispatch.task_run_id, False, "", error, self.config.limits,
+                          self.config.history_limit)
         except SQLAlchemyError:
             log.exception("action=finish_failed task_run_id=%s", dispatch.task_run_id)
+        self.finished(dispatch, TurnOutcome(False, "", error))
+
+    # -- FireHooks (called by the executor) --------------------------------------------------------
+    def started(self, s: Session, started: list[tuple[FireRequest, int]]) -> None:
+        claims.mark_started_in(s, self._started_at, [(self._in_flight[request.task_run_id], run_id)
+                                                     for request, run_id in started])
+
+    def record(self, s: Session, request: FireRequest, outcome: TurnOutcome) -> None:
+        claims.finish_in(s, self.db, self.clock.now(), request.task_run_id, outcome.succeeded, outcome.output,
+                         outcome.error, self.config.limits, self.config.history_limit)
+
+    def finished(self, request: FireRequest | claims.Dispatch, outcome: TurnOutcome) -> None:
+        self._in_flight.pop(request.task_run_id, None)
+        log.info("action=fire_finished task_id=%s task_run_id=%s succeeded=%s", request.task_id,
+                 request.task_run_id, outcome.succeeded)
         self.waker.notify()  # a freed chat may have a queued follow-up; other schedulers too
         self.wake()
 

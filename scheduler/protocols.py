@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Protocol
+
+from sqlmodel import Session
 
 from scheduler.decisions import Auth
 
@@ -38,19 +39,36 @@ class FireRequest:
     previous_output: str | None  # seed of a fresh session
 
 
-class Executor(Protocol):
-    """Starts a fired turn through the prompt service; returns the chat run id.
+class FireHooks(Protocol):
+    """What the loop records around the turns an executor starts for it."""
 
-    Raises ChatBusy or ChatGone; calls ``on_done`` from another thread when the turn ends.
+    def started(self, s: Session, started: list[tuple[FireRequest, int]]) -> None:
+        """Inside the transaction that began the turns: (request, chat run id) of each."""
+
+    def record(self, s: Session, request: FireRequest, outcome: TurnOutcome) -> None:
+        """Inside the transaction that records a turn's end."""
+
+    def finished(self, request: FireRequest, outcome: TurnOutcome) -> None:
+        """After that transaction committed (from the turn's thread)."""
+
+
+class Executor(Protocol):
+    """Starts fired turns through the prompt service, several at once.
+
+    Returns, per request, the chat run id or the exception met: ChatBusy, ChatGone, or another
+    error that kept the turn from starting (then no hook is called for it).
     """
 
-    def start(self, request: FireRequest, on_done: Callable[[TurnOutcome], None]) -> int: ...
+    def start_many(self, requests: list[FireRequest], hooks: FireHooks) -> list[int | Exception]: ...
+
+
+AuthKey = tuple[int, int, str]  # chat id, project id, owner email
 
 
 class Directory(Protocol):
     """Fire-time authorization: chat exists, in the task's project, owner registered with access."""
 
-    def check(self, chat_id: int, project_id: int, owner: str) -> tuple[Auth, str]: ...
+    def check_many(self, keys: list[AuthKey]) -> dict[AuthKey, tuple[Auth, str]]: ...
 
 
 class Waker(Protocol):

@@ -7,15 +7,19 @@ SQLite runs in WAL mode with foreign keys and a busy timeout; write transactions
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 BUSY_TIMEOUT_MS = 10_000
+T = TypeVar("T")
+GROUP_MAX = 200  # units per group commit: bounds how long one transaction holds the write lock
 
 
 class StoreError(RuntimeError):
@@ -78,6 +82,9 @@ class Database:
         # SQLite's busy handler, which sleeps in steps of up to 100 ms. A performance measure only:
         # other processes still meet at the database's own lock.
         self._write_gate = threading.RLock() if self.sqlite else contextlib.nullcontext()
+        self._group = threading.Condition()
+        self._group_queue: list[_Unit] = []
+        self._group_busy = False
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
@@ -96,5 +103,68 @@ class Database:
                 session.rollback()
                 raise
 
+    def combined(self, work: Callable[[Session], T]) -> T:
+        """Run ``work(session)`` in a write transaction shared with other threads' concurrent calls.
+
+        Group commit: while one transaction is being written, the calls that arrive queue up and
+        the next caller writes them all in one transaction, so N concurrent small writes cost one
+        BEGIN/COMMIT instead of N. ``work`` must only use the session it is given and have no
+        other side effects: if any unit of a group raises, the group is rolled back and every
+        unit is run again alone, so one bad unit fails only its own caller. Returns what ``work``
+        returns once it is committed; raises what it raised.
+        """
+        unit = _Unit(work)
+        with self._group:
+            self._group_queue.append(unit)
+        while True:
+            with self._group:
+                while self._group_busy and not unit.done:
+                    self._group.wait()
+                if unit.done:
+                    break
+                self._group_busy = True
+                batch = self._group_queue[:GROUP_MAX]
+                del self._group_queue[:GROUP_MAX]
+            try:
+                self._write_group(batch)
+            except BaseException as exc:  # e.g. interrupted: no unit of the group may wait forever
+                for waiting in batch:
+                    if not waiting.done:
+                        waiting.error, waiting.done = exc, True
+            finally:
+                with self._group:
+                    self._group_busy = False
+                    self._group.notify_all()
+        if unit.error is not None:
+            raise unit.error
+        return unit.result
+
+    def _write_group(self, batch: list[_Unit]) -> None:
+        try:
+            with self.write() as session:
+                results = [unit.work(session) for unit in batch]
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error, batch[0].done = exc, True
+                return
+            for unit in batch:  # isolate the failure: each unit alone, in its own transaction
+                try:
+                    with self.write() as session:
+                        unit.result = unit.work(session)
+                except Exception as exc:
+                    unit.error = exc
+                unit.done = True
+            return
+        for unit, result in zip(batch, results, strict=True):
+            unit.result, unit.done = result, True
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+@dataclasses.dataclass(eq=False)
+class _Unit:
+    work: Callable[[Session], Any]
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = False

@@ -12,7 +12,7 @@ import enum
 import hmac
 
 import sqlalchemy as sa
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from app.core.auth import digest, new_secret
 from app.core.clock import Clock
@@ -49,16 +49,24 @@ class GrantView:
             raise Forbidden(f"this token's scope ({self.scope.value}) does not allow that")
 
 
+def issue_grant_in(s: Session, now: dt.datetime, ttl_seconds: int, scope: Scope | str, owner_id: int, chat_id: int,
+                   project_id: int, task_id: int | None = None, run_id: int | None = None) -> tuple[str, Grant]:
+    """Inside a write transaction: mint a grant; returns (plain token, row; its id once flushed).
+    The token is never stored."""
+    token = new_secret(PREFIX)
+    row = Grant(token_hash=digest(token), scope=Scope(scope).value, owner_id=owner_id, chat_id=chat_id,
+                project_id=project_id, task_id=task_id, run_id=run_id, created_at=now,
+                expires_at=now + dt.timedelta(seconds=ttl_seconds))
+    s.add(row)
+    return token, row
+
+
 def issue_grant(db: Database, clock: Clock, ttl_seconds: int, scope: Scope | str, owner_id: int, chat_id: int,
                 project_id: int, task_id: int | None = None, run_id: int | None = None) -> tuple[str, int]:
     """Mint a grant; returns (plain token, grant id). The token is never stored."""
-    token = new_secret(PREFIX)
-    now = clock.now()
     with db.write() as s:
-        row = Grant(token_hash=digest(token), scope=Scope(scope).value, owner_id=owner_id, chat_id=chat_id,
-                    project_id=project_id, task_id=task_id, run_id=run_id, created_at=now,
-                    expires_at=now + dt.timedelta(seconds=ttl_seconds))
-        s.add(row)
+        token, row = issue_grant_in(s, clock.now(), ttl_seconds, scope, owner_id, chat_id, project_id, task_id,
+                                    run_id)
         s.flush()
         return token, row.id
 
@@ -83,7 +91,15 @@ def resolve_grant(db: Database, clock: Clock, token: str) -> GrantView:
                      expires_at=grant.expires_at)
 
 
+_GRANTS = Grant.__table__
+_REVOKE = _GRANTS.update().where(_GRANTS.c.id == sa.bindparam("b_id"), _GRANTS.c.revoked_at.is_(None)).values(
+    revoked_at=sa.bindparam("b_now"))
+
+
+def revoke_grant_in(s: Session, now: dt.datetime, grant_id: int) -> None:
+    s.connection().execute(_REVOKE, {"b_id": grant_id, "b_now": now})
+
+
 def revoke_grant(db: Database, clock: Clock, grant_id: int) -> None:
     with db.write() as s:
-        s.exec(sa.update(Grant).where(Grant.id == grant_id, Grant.revoked_at.is_(None))
-               .values(revoked_at=clock.now()))
+        revoke_grant_in(s, clock.now(), grant_id)

@@ -16,18 +16,30 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlmodel import select
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
 
 from app.core.batching import Batcher
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
-from app.core.errors import NotFound
-from app.core.grants import Scope, issue_grant, revoke_grant
+from app.core.errors import NotFound, PromptAlreadyRunning
+from app.core.grants import Scope, issue_grant_in, revoke_grant_in
 from app.core.models import Chat, Project, Run, RunSource, RunStatus
 from app.core.providers.base import Provider, ProviderError, TurnRequest
-from app.core.runs import abandon_stale_runs, append_output, begin_run, finish_run, renew_heartbeats
+from app.core.runs import (
+    RunStart,
+    abandon_stale_runs,
+    append_output,
+    append_output_in,
+    begin_runs,
+    finish_run_in,
+    renew_heartbeats,
+    run_outcome_in,
+)
+from app.core.timers import TIMERS
 from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
@@ -46,17 +58,61 @@ class RunResult:
     error: str | None
 
 
+@dataclasses.dataclass
+class TurnSpec:
+    """A turn to start. ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
+    is what the transcript shows when it differs from what the agent receives; ``owner_id`` is the
+    user the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
+    session. When the turn ends, ``record_finish(session, result)`` runs inside the transaction
+    that records the end, then ``on_finish(result)`` runs after it committed (the run's thread)."""
+
+    chat_id: int
+    text: str
+    source: RunSource = RunSource.USER
+    task_id: int | None = None
+    run_id: int | None = None
+    owner_id: int | None = None
+    shown_prompt: str | None = None
+    fresh_session: bool = False
+    on_finish: Callable[[RunResult], None] | None = None
+    record_finish: Callable[[Session, RunResult], None] | None = None
+
+
+Started = Callable[[Session, list[tuple[TurnSpec, Run]]], None]  # runs in the transaction that begins turns
+
+
+class OutputCap:
+    """CHATCRON_RUN_OUTPUT_MAX_BYTES for one run: text past the cap is dropped, the cut noted once,
+    so a flooding agent costs bounded memory and storage."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.left = cap, cap  # left: bytes still allowed; -1 once the cut has been noted
+
+    def clip(self, text: str) -> str:
+        if self.left < 0 or not text:
+            return ""
+        data = text.encode("utf-8", "replace")
+        if len(data) > self.left:
+            text = data[:self.left].decode("utf-8", "ignore") + f"\n[output truncated at {self.cap} bytes]"
+            self.left = -1
+        else:
+            self.left -= len(data)
+        return text
+
+
 class RunHandle:
     """A started turn; ``wait`` blocks until it has finished and returns its result."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, spec: TurnSpec | None = None, cap: int = 1 << 20) -> None:
         self.run_id: int = run.id
         self.chat_id: int = run.chat_id
         self._done = threading.Event()
         self._result: RunResult | None = None
         self.cancel = threading.Event()
-        self.on_finish: Callable[[RunResult], None] | None = None
+        self.on_finish = spec.on_finish if spec else None
+        self.record_finish = spec.record_finish if spec else None
         self.grant_id: int | None = None
+        self.cap = OutputCap(cap)
 
     def _set(self, result: RunResult) -> None:
         self._result = result
@@ -92,82 +148,161 @@ class PromptService:
               task_id: int | None = None, run_id: int | None = None, owner_id: int | None = None,
               shown_prompt: str | None = None, fresh_session: bool = False,
               on_finish: Callable[[RunResult], None] | None = None) -> RunHandle:
-        """Start a turn; raises PromptAlreadyRunning when the chat has a live run, NotFound for a bad chat.
-
-        ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt`` is what the
-        transcript shows when it differs from what the agent receives; ``owner_id`` is the user
-        the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
-        session; ``on_finish`` is called with the result from the run's thread.
+        """Start one turn (see :class:`TurnSpec`); raises PromptAlreadyRunning when the chat has a live
+        run, NotFound for a bad chat.
 
         Schedule tools (a grant in SCHEDULE_API_URL / SCHEDULE_API_TOKEN, the published CLI and
         SKILL.md) are given only to project chats with the ``scheduled-tasks`` skill (scope
         ``manage``) and to scheduled fires (scope ``complete-self``, skill text appended).
         """
+        spec = TurnSpec(chat_id, text, source, task_id, run_id, owner_id, shown_prompt, fresh_session, on_finish)
+        result = self.start_many([spec])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def start_many(self, specs: list[TurnSpec], started: Started | None = None) -> list[RunHandle | Exception]:
+        """Start several turns with one transaction for their locks, prompts and grants.
+
+        Returns a handle per spec, or the exception that spec met (NotFound, PromptAlreadyRunning,
+        a workspace error). ``started(session, pairs)`` runs inside that transaction.
+        """
+        results: list[RunHandle | Exception | None] = [None] * len(specs)
+        chats, projects = self._load(specs)
+        ready: list[int] = []
+        workspaces: dict[int, Path | None] = {}
+        checked: set[int] = set()  # projects whose assets this call has verified
+        for i, spec in enumerate(specs):
+            if spec.chat_id not in chats:
+                results[i] = NotFound(f"no chat with id {spec.chat_id}")
+                continue
+            try:
+                workspaces[i] = self._workspace(chats[spec.chat_id], projects, spec, checked)
+            except Exception as exc:  # e.g. the disk is full: the turn does not start
+                log.exception("action=turn_failed_to_start chat_id=%s", spec.chat_id)
+                results[i] = exc
+                continue
+            ready.append(i)
+        if not ready:
+            return results  # type: ignore[return-value]
+        try:
+            begun = self._begin([specs[i] for i in ready], chats, started)
+        except IntegrityError:  # another process took a chat's lock meanwhile: one by one
+            if len(ready) == 1:
+                results[ready[0]] = PromptAlreadyRunning()
+                return results  # type: ignore[return-value]
+            for i in ready:
+                results[i] = self.start_many([specs[i]], started)[0]
+            return results  # type: ignore[return-value]
+        failure: Exception | None = None
+        try:
+            histories = self._histories([specs[i].chat_id for i, (run, _) in zip(ready, begun, strict=True)
+                                         if run is not None and not specs[i].fresh_session])
+        except Exception as exc:  # the locks are held: each turn ends as failed below
+            histories, failure = {}, exc
+        for i, (run, grant) in zip(ready, begun, strict=True):
+            chat = chats[specs[i].chat_id]
+            project = projects.get(chat.project_id) if chat.project_id else None
+            results[i] = PromptAlreadyRunning() if run is None else \
+                self._launch(specs[i], run, grant, chat, project, workspaces[i], histories, failure)
+        return results  # type: ignore[return-value]
+
+    def _load(self, specs: list[TurnSpec]) -> tuple[dict[int, Chat], dict[int, Project]]:
         with self.db.read() as s:
-            chat = s.get(Chat, chat_id)
-            project = s.get(Project, chat.project_id) if chat and chat.project_id else None
-        if chat is None:
-            raise NotFound(f"no chat with id {chat_id}")
-        run = begin_run(self.db, self.clock, chat_id, text, source=source,
-                        lease_seconds=self.settings.run_lease_seconds, instance=self.instance,
-                        shown_prompt=shown_prompt, task_id=task_id, task_run_id=run_id)
-        handle = RunHandle(run)
+            chats = {c.id: c for c in s.exec(select(Chat).where(Chat.id.in_({x.chat_id for x in specs})))}
+            wanted = {c.project_id for c in chats.values() if c.project_id}
+            projects = {p.id: p for p in s.exec(select(Project).where(Project.id.in_(wanted)))} if wanted else {}
+        return chats, projects
+
+    def _needs_tools(self, chat: Chat, spec: TurnSpec) -> bool:
+        return chat.project_id is not None and (spec.source == RunSource.SCHEDULE or SCHEDULED_TASKS in
+                                                chat_skills(chat))
+
+    def _workspace(self, chat: Chat, projects: dict[int, Project], spec: TurnSpec, checked: set[int]) -> Path | None:
+        """The project's workspace; for a turn with tools, its published assets are checked first
+        (once per project and call)."""
+        project = projects.get(chat.project_id) if chat.project_id else None
+        if project is None:
+            return None
+        workspace = ensure_workspace(self.settings.workspaces_dir, project.id)
+        if project.id not in checked and self._needs_tools(chat, spec):
+            checked.add(project.id)
+            rewritten = publish_assets(workspace)
+            if rewritten:
+                log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))
+        return workspace
+
+    def _begin(self, specs: list[TurnSpec], chats: dict[int, Chat],
+               started: Started | None) -> list[tuple[Run | None, tuple[str, int] | None]]:
+        """One transaction: every chat's run lock, prompt events, grants, and the caller's ``started``."""
+        now = self.clock.now()
+        starts = [RunStart(x.chat_id, x.text, x.source, x.shown_prompt, x.task_id, x.run_id) for x in specs]
+        with self.db.write() as s:
+            runs = begin_runs(s, now, starts, lease_seconds=self.settings.run_lease_seconds, instance=self.instance)
+            grants = []
+            for spec, run in zip(specs, runs, strict=True):
+                chat = chats[spec.chat_id]
+                if run is None or not self._needs_tools(chat, spec):
+                    grants.append(None)
+                    continue
+                # Every scheduled turn gets complete-self, bound to its claim (possibly none): never manage.
+                scope = Scope.COMPLETE_SELF if spec.source == RunSource.SCHEDULE else Scope.MANAGE
+                grants.append(issue_grant_in(s, now, self.settings.grant_ttl_seconds, scope,
+                                             spec.owner_id or chat.owner_id, chat.id, chat.project_id, spec.task_id,
+                                             spec.run_id))
+            s.flush()
+            if started is not None:
+                started(s, [(spec, run) for spec, run in zip(specs, runs, strict=True) if run is not None])
+        return [(run, (grant[0], grant[1].id) if grant else None) for run, grant in zip(runs, grants, strict=True)]
+
+    def _launch(self, spec: TurnSpec, run: Run, grant: tuple[str, int] | None, chat: Chat, project: Project | None,
+                workspace: Path | None, histories: dict[int, tuple[tuple[str, str], ...]],
+                failure: Exception | None) -> RunHandle | Exception:
+        """Start the thread of a turn that holds its chat's lock; on failure the turn ends as failed
+        (without the spec's callbacks: the caller gets the exception instead)."""
+        handle = RunHandle(run, spec, self.settings.run_output_max_bytes)
         with self._lock:
             self._handles[run.id] = handle
         self._ensure_pump()
         try:
-            request = self._prepare(chat, project, run, handle, text, source, task_id, run_id, owner_id,
-                                    fresh_session)
-            handle.on_finish = on_finish
-            thread = threading.Thread(target=self._drive, args=(run, project, request, handle),
-                                      name=f"run-{run.id}", daemon=True)
-            thread.start()
+            if failure is not None:
+                raise failure
+            text, env = spec.text, {}
+            if grant is not None:
+                env = {"SCHEDULE_API_URL": self.settings.api_url, "SCHEDULE_API_TOKEN": grant[0]}
+                handle.grant_id = grant[1]
+                if spec.source == RunSource.SCHEDULE:
+                    text = f"{text}\n\n---\n{skill_text()}"
+            request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
+                                  session_id=None if spec.fresh_session else chat.provider_session_id,
+                                  history=histories.get(chat.id, ()))
+            threading.Thread(target=self._drive, args=(run, project, request, handle), name=f"run-{run.id}",
+                             daemon=True).start()
         except Exception as exc:  # the lock is held: end the run rather than leave the chat wedged
             log.exception("action=turn_failed_to_start run_id=%s", run.id)
+            handle.on_finish = handle.record_finish = None
             self._finish(run, handle, RunStatus.FAILED, f"the turn could not start: {exc}")
-            raise
+            return exc
         log.info("action=run_started run_id=%s chat_id=%s source=%s task_id=%s",
-                 run.id, chat_id, source.value, task_id)
+                 run.id, chat.id, spec.source.value, spec.task_id)
         return handle
 
-    def _prepare(self, chat: Chat, project: Project | None, run: Run, handle: RunHandle, text: str,
-                 source: RunSource, task_id: int | None, run_id: int | None, owner_id: int | None,
-                 fresh_session: bool) -> TurnRequest:
-        """Workspace, schedule tools (when allowed) and history of a turn that holds the chat's lock."""
-        workspace = ensure_workspace(self.settings.workspaces_dir, project.id) if project else None
-        env: dict[str, str] = {}
-        if workspace is not None and (source == RunSource.SCHEDULE or SCHEDULED_TASKS in chat_skills(chat)):
-            env, handle.grant_id = self._tools(chat, workspace, source, task_id, run_id, owner_id)
-            if source == RunSource.SCHEDULE:
-                text = f"{text}\n\n---\n{skill_text()}"
-        return TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
-                           session_id=None if fresh_session else chat.provider_session_id,
-                           history=() if fresh_session else self._history(chat.id, run.id))
-
-    def _history(self, chat_id: int, before_run: int, limit: int = 50) -> tuple[tuple[str, str], ...]:
-        """Earlier finished turns of the chat as (role, text), oldest first (providers trim to budget)."""
+    def _histories(self, chat_ids: list[int], limit: int = 50) -> dict[int, tuple[tuple[str, str], ...]]:
+        """Each chat's earlier finished turns as (role, text), oldest first (providers trim to budget)."""
+        if not chat_ids:
+            return {}
+        rank = sa.func.row_number().over(partition_by=Run.chat_id, order_by=Run.id.desc()).label("rank")
+        inner = (select(Run.chat_id, Run.id, Run.prompt, Run.output, rank)
+                 .where(Run.chat_id.in_(set(chat_ids)), Run.status != RunStatus.RUNNING.value).subquery())
         with self.db.read() as s:
-            rows = list(s.exec(select(Run).where(Run.chat_id == chat_id, Run.id < before_run,
-                                                 Run.status != RunStatus.RUNNING.value)
-                               .order_by(Run.id.desc()).limit(limit)))
-        turns: list[tuple[str, str]] = []
-        for run in reversed(rows):
-            turns.append(("user", run.prompt))
-            if run.output:
-                turns.append(("assistant", run.output))
-        return tuple(turns)
-
-    def _tools(self, chat: Chat, workspace: Path, source: RunSource, task_id: int | None, run_id: int | None,
-               owner_id: int | None) -> tuple[dict[str, str], int]:
-        """Verify the workspace assets and mint this turn's grant; returns (env, grant id)."""
-        rewritten = publish_assets(workspace)
-        if rewritten:
-            log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))
-        # Every scheduled turn gets complete-self, bound to its claim (possibly none): never manage.
-        scope = Scope.COMPLETE_SELF if source == RunSource.SCHEDULE else Scope.MANAGE
-        token, grant_id = issue_grant(self.db, self.clock, self.settings.grant_ttl_seconds, scope,
-                                      owner_id or chat.owner_id, chat.id, chat.project_id, task_id, run_id)
-        return {"SCHEDULE_API_URL": self.settings.api_url, "SCHEDULE_API_TOKEN": token}, grant_id
+            rows = list(s.exec(select(inner.c.chat_id, inner.c.prompt, inner.c.output)
+                               .where(inner.c.rank <= limit).order_by(inner.c.chat_id, inner.c.id)))
+        turns: dict[int, list[tuple[str, str]]] = {}
+        for chat_id, prompt, output in rows:
+            turns.setdefault(chat_id, []).append(("user", prompt))
+            if output:
+                turns[chat_id].append(("assistant", output))
+        return {chat_id: tuple(items) for chat_id, items in turns.items()}
 
     def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:
         timed_out = threading.Event()
@@ -176,11 +311,9 @@ class PromptService:
             timed_out.set()
             handle.cancel.set()
 
-        timer = threading.Timer(self.settings.run_timeout_seconds, on_timeout)
-        timer.daemon = True
-        timer.start()
+        timer = TIMERS.call_later(self.settings.run_timeout_seconds, on_timeout)
         status, error = RunStatus.SUCCEEDED, None
-        batcher = Batcher(self._capped_writer(run))
+        batcher = Batcher(self._capped_writer(run, handle))
         try:
             provider = self.providers(project)
 
@@ -198,56 +331,68 @@ class PromptService:
             status, error = RunStatus.FAILED, f"provider error: {exc}"
         finally:
             timer.cancel()
-            try:
-                batcher.flush()  # the tail of the reply, before the run is finished
-            except Exception:
-                log.exception("action=final_flush_failed run_id=%s", run.id)
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
-        self._finish(run, handle, status, error)
+        self._finish(run, handle, status, error, tail=batcher.take())
 
-    def _capped_writer(self, run: Run) -> Callable[[str], bool]:
-        """Appends to the run's output until CHATCRON_RUN_OUTPUT_MAX_BYTES, then notes the cut once and
-        drops the rest, so a flooding agent costs bounded memory and storage."""
-        cap = self.settings.run_output_max_bytes
-        left = [cap]  # bytes still allowed; -1 once the cut has been noted
+    def _capped_writer(self, run: Run, handle: RunHandle) -> Callable[[str], bool]:
+        """Appends to the run's output through its :class:`OutputCap`."""
 
         def write(text: str) -> bool:
-            if left[0] < 0:
-                return True
-            data = text.encode("utf-8", "replace")
-            if len(data) > left[0]:
-                text = data[:left[0]].decode("utf-8", "ignore") + f"\n[output truncated at {cap} bytes]"
-                left[0] = -1
-            else:
-                left[0] -= len(data)
-            return append_output(self.db, self.clock, run, text)
+            clipped = handle.cap.clip(text)
+            return append_output(self.db, self.clock, run, clipped) if clipped else True
 
         return write
 
-    def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None) -> None:
+    def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None, tail: str = "") -> None:
+        """Record the end in one transaction (group-committed with other turns' ends): the rest of the
+        reply, the grant revoked, the lock released, and the caller's ``record_finish``."""
+        now, tail = self.clock.now(), handle.cap.clip(tail)
+        run_id, chat_id, grant_id, record = run.id, run.chat_id, handle.grant_id, handle.record_finish
+
+        def end(s: Session, with_record: bool) -> RunResult:
+            if tail:
+                append_output_in(s, now, run_id, chat_id, tail)
+            if grant_id is not None:
+                revoke_grant_in(s, now, grant_id)
+            finish_run_in(s, now, run_id, chat_id, status, error)
+            row = run_outcome_in(s, run_id)
+            result = RunResult(run_id, RunStatus(row[0]), row[1], row[2]) if row else \
+                RunResult(run_id, status, "", error)
+            if with_record and record is not None:
+                record(s, result)
+            return result
+
         try:
-            if handle.grant_id is not None:
-                revoke_grant(self.db, self.clock, handle.grant_id)
-        except Exception:  # the grant still expires by its TTL
-            log.exception("action=grant_revoke_failed run_id=%s", run.id)
-        try:
-            finish_run(self.db, self.clock, run, status, error)
+            result = self.db.combined(lambda s: end(s, True))
         except Exception:
-            log.exception("action=finish_failed run_id=%s", run.id)
+            log.exception("action=finish_failed run_id=%s", run_id)
+            result = self._finish_apart(end, record, RunResult(run_id, status, "", error))
         with self._lock:
-            self._handles.pop(run.id, None)
-        with self.db.read() as s:
-            row = s.get(Run, run.id)
-        final = RunStatus(row.status) if row else status
-        result = RunResult(run.id, final, row.output if row else "", row.error if row else error)
+            self._handles.pop(run_id, None)
         if handle.on_finish is not None:
             try:
                 handle.on_finish(result)
             except Exception:
-                log.exception("action=on_finish_failed run_id=%s", run.id)
+                log.exception("action=on_finish_failed run_id=%s", run_id)
         handle._set(result)
-        log.info("action=run_finished run_id=%s chat_id=%s status=%s", run.id, run.chat_id, final.value)
+        log.info("action=run_finished run_id=%s chat_id=%s status=%s", run_id, chat_id, result.status.value)
+
+    def _finish_apart(self, end: Callable[[Session, bool], RunResult], record: Callable[[Session, RunResult], None]
+                      | None, fallback: RunResult) -> RunResult:
+        """The end failed as a whole: release the lock alone, then the caller's record alone."""
+        try:
+            result = self.db.combined(lambda s: end(s, False))
+        except Exception:
+            log.exception("action=finish_failed_again run_id=%s", fallback.run_id)
+            return fallback
+        if record is not None:
+            try:
+                with self.db.write() as s:
+                    record(s, result)
+            except Exception:
+                log.exception("action=record_finish_failed run_id=%s", fallback.run_id)
+        return result
 
     # -- heartbeat pump --------------------------------------------------------------------
     def start_pump(self) -> None:

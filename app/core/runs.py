@@ -6,6 +6,7 @@ whose heartbeat is older than the lease is dead and gets abandoned by whoever lo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 
@@ -21,66 +22,126 @@ from app.core.models import Event, EventType, Run, RunSource, RunStatus
 ABANDONED_REASON = "the process running this turn stopped before the turn finished"
 MAX_PAGE = 1000
 
+# The statements of a turn's hot path, built once (building and cache-keying a statement costs
+# more than SQLite takes to run it) and run on the session's connection.
+_RUNS, _EVENTS = Run.__table__, Event.__table__
+_RUNNING = sa.and_(_RUNS.c.id == sa.bindparam("b_run"), _RUNS.c.status == RunStatus.RUNNING.value)
+_APPEND = _RUNS.update().where(_RUNNING).values(output=_RUNS.c.output + sa.bindparam("b_text", type_=sa.String),
+                                                 heartbeat_at=sa.bindparam("b_now"))
+_FINISH = _RUNS.update().where(_RUNNING).values(status=sa.bindparam("b_status"), error=sa.bindparam("b_error"),
+                                                 finished_at=sa.bindparam("b_now"))
+_INSERT_EVENTS = _EVENTS.insert()
+_OUTCOME = sa.select(_RUNS.c.status, _RUNS.c.output, _RUNS.c.error).where(_RUNS.c.id == sa.bindparam("b_run"))
+
 
 def _event(s: Session, chat_id: int, run_id: int | None, kind: EventType, text: str, now: dt.datetime) -> None:
-    s.add(Event(chat_id=chat_id, run_id=run_id, type=kind.value, text=text, created_at=now))
+    s.connection().execute(_INSERT_EVENTS, [_event_row(chat_id, run_id, kind, text, now)])
+
+
+def _event_row(chat_id: int, run_id: int | None, kind: EventType, text: str, now: dt.datetime) -> dict:
+    return {"chat_id": chat_id, "run_id": run_id, "type": kind.value, "text": text, "created_at": now}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStart:
+    """One turn to begin: ``shown_prompt`` is what the transcript shows (default ``prompt``)."""
+
+    chat_id: int
+    prompt: str
+    source: RunSource = RunSource.USER
+    shown_prompt: str | None = None
+    task_id: int | None = None
+    task_run_id: int | None = None
+
+
+def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_seconds: int,
+               instance: str) -> list[Run | None]:
+    """Inside a write transaction: take each chat's run lock and log its prompt and ``run_started``.
+
+    Returns the new runs in order, None where the chat already has a live run (or an earlier
+    start of the same list took it). A scheduled fire logs ``scheduled_prompt`` instead of
+    ``prompt``. Raises IntegrityError if another process took a lock meanwhile (PostgreSQL).
+    """
+    chat_ids = sorted({start.chat_id for start in starts})
+    _abandon_stale(s, now, lease_seconds, chat_ids=chat_ids)
+    busy = set(s.exec(select(Run.chat_id).where(Run.chat_id.in_(chat_ids), Run.status == RunStatus.RUNNING.value)))
+    runs: list[Run | None] = []
+    for start in starts:
+        if start.chat_id in busy:
+            runs.append(None)
+            continue
+        busy.add(start.chat_id)
+        runs.append(Run(chat_id=start.chat_id, source=start.source.value, status=RunStatus.RUNNING.value,
+                        prompt=start.prompt, instance=instance, task_id=start.task_id,
+                        task_run_id=start.task_run_id, started_at=now, heartbeat_at=now))
+    s.add_all([run for run in runs if run is not None])
+    s.flush()
+    events = []
+    for start, run in zip(starts, runs, strict=True):
+        if run is None:
+            continue
+        kind = EventType.SCHEDULED_PROMPT if start.source == RunSource.SCHEDULE else EventType.PROMPT
+        shown = start.shown_prompt if start.shown_prompt is not None else start.prompt
+        events.append(_event_row(run.chat_id, run.id, kind, shown, now))
+        events.append(_event_row(run.chat_id, run.id, EventType.RUN_STARTED, start.source.value, now))
+    if events:
+        s.connection().execute(_INSERT_EVENTS, events)
+    return runs
 
 
 def begin_run(db: Database, clock: Clock, chat_id: int, prompt: str, *, source: RunSource,
               lease_seconds: int, instance: str, shown_prompt: str | None = None,
               task_id: int | None = None, task_run_id: int | None = None) -> Run:
-    """Take the chat's run lock and log the prompt; raises PromptAlreadyRunning if a live run holds it.
-
-    ``shown_prompt`` is what the transcript shows (defaults to ``prompt``); a scheduled fire
-    logs a ``scheduled_prompt`` event instead of ``prompt``.
-    """
-    now = clock.now()
-    kind = EventType.SCHEDULED_PROMPT if source == RunSource.SCHEDULE else EventType.PROMPT
+    """Take the chat's run lock and log the prompt; raises PromptAlreadyRunning if a live run holds it."""
+    start = RunStart(chat_id, prompt, source, shown_prompt, task_id, task_run_id)
     try:
         with db.write() as s:
-            _abandon_stale(s, now, lease_seconds, chat_id=chat_id)
-            run = Run(chat_id=chat_id, source=source.value, status=RunStatus.RUNNING.value, prompt=prompt,
-                      instance=instance, task_id=task_id, task_run_id=task_run_id,
-                      started_at=now, heartbeat_at=now)
-            s.add(run)
-            s.flush()
-            _event(s, chat_id, run.id, kind, shown_prompt if shown_prompt is not None else prompt, now)
-            _event(s, chat_id, run.id, EventType.RUN_STARTED, source.value, now)
+            run = begin_runs(s, clock.now(), [start], lease_seconds=lease_seconds, instance=instance)[0]
+            if run is None:
+                raise PromptAlreadyRunning()
             return run
     except IntegrityError:
         raise PromptAlreadyRunning() from None
 
 
+def append_output_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, text: str) -> bool:
+    """Inside a write transaction: log a chunk and add it to ``Run.output``; False if the run ended."""
+    result = s.connection().execute(_APPEND, {"b_run": run_id, "b_text": text, "b_now": now})
+    if result.rowcount != 1:
+        return False
+    _event(s, chat_id, run_id, EventType.ASSISTANT_TEXT, text, now)
+    return True
+
+
 def append_output(db: Database, clock: Clock, run: Run, text: str) -> bool:
-    """Log a chunk of assistant text and add it to ``Run.output``; False if the run is no longer running."""
-    now = clock.now()
-    with db.write() as s:
-        result = s.exec(
-            sa.update(Run)
-            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value)
-            .values(output=Run.output + text, heartbeat_at=now)
-        )
-        if result.rowcount != 1:
-            return False
-        _event(s, run.chat_id, run.id, EventType.ASSISTANT_TEXT, text, now)
-        return True
+    """Log a chunk of assistant text (a group commit with other turns' chunks); False if the run ended."""
+    now, run_id, chat_id = clock.now(), run.id, run.chat_id
+    return db.combined(lambda s: append_output_in(s, now, run_id, chat_id, text))
+
+
+def finish_run_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, status: RunStatus,
+                  error: str | None = None) -> bool:
+    """Inside a write transaction: release the lock with a final status; False if the run had ended."""
+    result = s.connection().execute(_FINISH, {"b_run": run_id, "b_status": status.value, "b_error": error,
+                                              "b_now": now})
+    if result.rowcount != 1:
+        return False
+    rows = [_event_row(chat_id, run_id, EventType.ERROR, error, now)] if error else []
+    rows.append(_event_row(chat_id, run_id, EventType.RUN_FINISHED, status.value, now))
+    s.connection().execute(_INSERT_EVENTS, rows)
+    return True
+
+
+def run_outcome_in(s: Session, run_id: int) -> tuple[str, str, str | None] | None:
+    """(status, output, error) of a run as the transaction sees it."""
+    row = s.connection().execute(_OUTCOME, {"b_run": run_id}).first()
+    return (row[0], row[1], row[2]) if row else None
 
 
 def finish_run(db: Database, clock: Clock, run: Run, status: RunStatus, error: str | None = None) -> bool:
     """Release the lock with a final status; False if someone already ended the run (e.g. abandoned it)."""
-    now = clock.now()
     with db.write() as s:
-        result = s.exec(
-            sa.update(Run)
-            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value)
-            .values(status=status.value, error=error, finished_at=now)
-        )
-        if result.rowcount != 1:
-            return False
-        if error:
-            _event(s, run.chat_id, run.id, EventType.ERROR, error, now)
-        _event(s, run.chat_id, run.id, EventType.RUN_FINISHED, status.value, now)
-        return True
+        return finish_run_in(s, clock.now(), run.id, run.chat_id, status, error)
 
 
 def renew_heartbeats(db: Database, clock: Clock, run_ids: Iterable[int]) -> set[int]:
@@ -103,11 +164,12 @@ def abandon_stale_runs(db: Database, clock: Clock, lease_seconds: int) -> list[R
         return _abandon_stale(s, clock.now(), lease_seconds)
 
 
-def _abandon_stale(s: Session, now: dt.datetime, lease_seconds: int, chat_id: int | None = None) -> list[Run]:
+def _abandon_stale(s: Session, now: dt.datetime, lease_seconds: int,
+                   chat_ids: list[int] | None = None) -> list[Run]:
     cutoff = now - dt.timedelta(seconds=lease_seconds)
     query = select(Run).where(Run.status == RunStatus.RUNNING.value, Run.heartbeat_at < cutoff)
-    if chat_id is not None:
-        query = query.where(Run.chat_id == chat_id)
+    if chat_ids is not None:
+        query = query.where(Run.chat_id.in_(chat_ids))
     abandoned = []
     for run in list(s.exec(query)):
         result = s.exec(

@@ -35,11 +35,12 @@ class DatabaseWaker:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._fifo = fifo_path(db) if db.sqlite else None
 
     def notify(self) -> None:
         try:
-            if self.db.sqlite:
-                _poke_fifo(fifo_path(self.db))
+            if self._fifo is not None:
+                _poke_fifo(self._fifo)
             else:
                 with self.db.engine.connect() as conn:
                     conn.exec_driver_sql(f"NOTIFY {CHANNEL}")

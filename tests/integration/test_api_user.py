@@ -333,8 +333,10 @@ def test_prompt_limit_counts_utf8_bytes(core: Core, world: World) -> None:
             assert table_contents(small) == before
             fits = client.post(path, json={"text": "é" * 5}, headers=world.h("alice"))  # exactly 10 bytes
             assert fits.status_code == 202
-            handle = next(h for h in small.prompts.running() if h.run_id == fits.json()["run_id"])
-            assert handle.wait(15) is not None
+            for handle in small.prompts.running():  # gone from running() once its end is committed
+                if handle.run_id == fits.json()["run_id"]:
+                    assert handle.wait(15) is not None
+            assert runs.get_run(small.db, fits.json()["run_id"]).status == RunStatus.SUCCEEDED.value
     finally:
         small.prompts.shutdown(2.0)
         small.db.dispose()

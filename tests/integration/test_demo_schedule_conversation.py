@@ -100,14 +100,14 @@ def demo(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Demo]:
     try:
         handles: list[RunHandle] = []
         seen: list[TurnRequest] = []
-        start, factory = core.prompts.start, core.prompts.providers
+        start_many, factory = core.prompts.start_many, core.prompts.providers
 
-        def kept(*args: Any, **kwargs: Any) -> RunHandle:
-            handle = start(*args, **kwargs)
-            handles.append(handle)
-            return handle
+        def kept(*args: Any, **kwargs: Any) -> list[RunHandle | Exception]:  # every start goes through here
+            started = start_many(*args, **kwargs)
+            handles.extend(x for x in started if isinstance(x, RunHandle))
+            return started
 
-        monkeypatch.setattr(core.prompts, "start", kept)
+        monkeypatch.setattr(core.prompts, "start_many", kept)
         monkeypatch.setattr(core.prompts, "providers", lambda project: SeenProvider(factory(project), seen))
         alice = add_user(core, "alice@example.com")
         project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", alice)

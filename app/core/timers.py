@@ -1,0 +1,91 @@
+"""One timer thread for the whole process instead of a ``threading.Timer`` (a thread) per use.
+
+Turns use two timers each (the output batcher's flush and the run timeout); a burst of a
+thousand fires would otherwise start two thousand short-lived threads. Callbacks run on a small
+pool, so a slow one (a database write) never delays another timer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("chatcron.timers")
+
+
+class TimerHandle:
+    def __init__(self, timers: Timers) -> None:
+        self.cancelled = False
+        self._timers = timers
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self._timers._forget()
+
+
+class Timers:
+    """``call_later(delay, fn)`` runs ``fn()`` after ``delay`` seconds unless its handle is cancelled."""
+
+    def __init__(self, workers: int = 4) -> None:
+        self._heap: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="timer")
+        self._cancelled = 0
+
+    def __len__(self) -> int:
+        with self._cv:
+            return len(self._heap) - self._cancelled
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(self)
+        with self._cv:
+            heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay), next(self._seq), handle, fn))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="timers", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        return handle
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._heap:
+                    self._cv.wait()
+                at, _, handle, fn = self._heap[0]
+                wait = at - time.monotonic()
+                if wait > 0:
+                    self._cv.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                if handle.cancelled:
+                    self._cancelled -= 1
+                    continue
+            self._pool.submit(_logged, fn)
+
+    def _forget(self) -> None:
+        """A handle was cancelled: drop cancelled entries once they are most of the heap (long
+        timeouts cancelled early would otherwise pile up until their instant)."""
+        with self._cv:
+            self._cancelled += 1
+            if self._cancelled > 256 and self._cancelled * 2 > len(self._heap):
+                self._heap = [entry for entry in self._heap if not entry[2].cancelled]
+                heapq.heapify(self._heap)
+                self._cancelled = 0
+
+
+def _logged(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("action=timer_callback_failed")
+
+
+TIMERS = Timers()  # process-wide
