@@ -186,7 +186,7 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
 def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Dispatch:
     due = decision.due
     _apply(task, {**decision.changes, "active_run_id": row.id}, now)
-    log.info("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
+    log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
     return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
                     occurrence_at=due.occurrence_at,

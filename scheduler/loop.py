@@ -178,8 +178,8 @@ class Loop:
             lateness = (self._started_at - dispatch.occurrence_at).total_seconds() * 1000
             if dispatch.trigger == d.Trigger.SCHEDULE:
                 self.stats.lateness_ms = [*self.stats.lateness_ms[-999:], lateness]
-            log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s lateness_ms=%.1f",
-                     dispatch.task_id, dispatch.task_run_id, result, dispatch.chat_id, lateness)
+            log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s trigger=%s lateness_ms=%.1f",
+                     dispatch.task_id, dispatch.task_run_id, result, dispatch.chat_id, dispatch.trigger.value, lateness)
 
     def _failed(self, dispatch: claims.Dispatch, error: str) -> None:
         try:
@@ -200,7 +200,7 @@ class Loop:
 
     def finished(self, request: FireRequest | claims.Dispatch, outcome: TurnOutcome) -> None:
         self._in_flight.pop(request.task_run_id, None)
-        log.info("action=fire_finished task_id=%s task_run_id=%s succeeded=%s", request.task_id,
+        log.debug("action=fire_finished task_id=%s task_run_id=%s succeeded=%s", request.task_id,
                  request.task_run_id, outcome.succeeded)
         self.waker.notify()  # a freed chat may have a queued follow-up; other schedulers too
         self.wake()

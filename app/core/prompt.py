@@ -33,13 +33,12 @@ from app.core.runs import (
     RunStart,
     abandon_stale_runs,
     append_output,
-    append_output_in,
     begin_runs,
     finish_run_in,
     renew_heartbeats,
     run_outcome_in,
 )
-from app.core.timers import TIMERS
+from app.core.timers import TIMERS, Workers
 from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
@@ -143,6 +142,7 @@ class PromptService:
         self._lock = threading.Lock()
         self._pump: threading.Thread | None = None
         self._stop = threading.Event()
+        self._workers = Workers("turn")  # a turn's thread, reused across turns
 
     def start(self, chat_id: int, text: str, *, source: RunSource = RunSource.USER,
               task_id: int | None = None, run_id: int | None = None, owner_id: int | None = None,
@@ -276,8 +276,7 @@ class PromptService:
             request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
                                   session_id=None if spec.fresh_session else chat.provider_session_id,
                                   history=histories.get(chat.id, ()))
-            threading.Thread(target=self._drive, args=(run, project, request, handle), name=f"run-{run.id}",
-                             daemon=True).start()
+            self._workers.submit(self._drive, run, project, request, handle)
         except Exception as exc:  # the lock is held: end the run rather than leave the chat wedged
             log.exception("action=turn_failed_to_start run_id=%s", run.id)
             handle.on_finish = handle.record_finish = None
@@ -351,11 +350,9 @@ class PromptService:
         run_id, chat_id, grant_id, record = run.id, run.chat_id, handle.grant_id, handle.record_finish
 
         def end(s: Session, with_record: bool) -> RunResult:
-            if tail:
-                append_output_in(s, now, run_id, chat_id, tail)
             if grant_id is not None:
                 revoke_grant_in(s, now, grant_id)
-            finish_run_in(s, now, run_id, chat_id, status, error)
+            finish_run_in(s, now, run_id, chat_id, status, error, tail)
             row = run_outcome_in(s, run_id)
             result = RunResult(run_id, RunStatus(row[0]), row[1], row[2]) if row else \
                 RunResult(run_id, status, "", error)

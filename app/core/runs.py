@@ -29,7 +29,8 @@ _RUNNING = sa.and_(_RUNS.c.id == sa.bindparam("b_run"), _RUNS.c.status == RunSta
 _APPEND = _RUNS.update().where(_RUNNING).values(output=_RUNS.c.output + sa.bindparam("b_text", type_=sa.String),
                                                  heartbeat_at=sa.bindparam("b_now"))
 _FINISH = _RUNS.update().where(_RUNNING).values(status=sa.bindparam("b_status"), error=sa.bindparam("b_error"),
-                                                 finished_at=sa.bindparam("b_now"))
+                                                 finished_at=sa.bindparam("b_now"),
+                                                 output=_RUNS.c.output + sa.bindparam("b_text", type_=sa.String))
 _INSERT_EVENTS = _EVENTS.insert()
 _OUTCOME = sa.select(_RUNS.c.status, _RUNS.c.output, _RUNS.c.error).where(_RUNS.c.id == sa.bindparam("b_run"))
 
@@ -120,13 +121,16 @@ def append_output(db: Database, clock: Clock, run: Run, text: str) -> bool:
 
 
 def finish_run_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, status: RunStatus,
-                  error: str | None = None) -> bool:
-    """Inside a write transaction: release the lock with a final status; False if the run had ended."""
+                  error: str | None = None, tail: str = "") -> bool:
+    """Inside a write transaction: append ``tail`` (the rest of the reply) and release the lock with
+    a final status; False if the run had already ended."""
     result = s.connection().execute(_FINISH, {"b_run": run_id, "b_status": status.value, "b_error": error,
-                                              "b_now": now})
+                                              "b_now": now, "b_text": tail})
     if result.rowcount != 1:
         return False
-    rows = [_event_row(chat_id, run_id, EventType.ERROR, error, now)] if error else []
+    rows = [_event_row(chat_id, run_id, EventType.ASSISTANT_TEXT, tail, now)] if tail else []
+    if error:
+        rows.append(_event_row(chat_id, run_id, EventType.ERROR, error, now))
     rows.append(_event_row(chat_id, run_id, EventType.RUN_FINISHED, status.value, now))
     s.connection().execute(_INSERT_EVENTS, rows)
     return True

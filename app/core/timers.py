@@ -1,4 +1,5 @@
-"""One timer thread for the whole process instead of a ``threading.Timer`` (a thread) per use.
+"""Shared threads: one timer thread for the whole process instead of a ``threading.Timer`` (a
+thread) per use, and reusable worker threads for turns.
 
 Turns use two timers each (the output batcher's flush and the run timeout); a burst of a
 thousand fires would otherwise start two thousand short-lived threads. Callbacks run on a small
@@ -10,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -89,3 +91,44 @@ def _logged(fn: Callable[[], None]) -> None:
 
 
 TIMERS = Timers()  # process-wide
+
+
+class Workers:
+    """Threads for turns, reused: ``submit`` hands a job to an idle worker or starts a new one.
+
+    Unbounded on purpose (a turn may wait minutes on its agent and every turn must run now), but
+    a burst of a thousand short turns reuses a few dozen threads instead of starting a thousand,
+    and a worker idle for ``idle_seconds`` ends, so a quiet process keeps none.
+    """
+
+    def __init__(self, name: str = "turn", idle_seconds: float = 30.0) -> None:
+        self.name, self.idle_seconds = name, idle_seconds
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # workers waiting for a job
+        self._count = itertools.count(1)
+
+    def submit(self, fn: Callable[..., None], *args: object) -> None:
+        with self._lock:
+            self._jobs.put((fn, args))
+            if self._idle > 0:
+                self._idle -= 1
+                return
+        threading.Thread(target=self._work, name=f"{self.name}-{next(self._count)}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                fn, args = self._jobs.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if self._jobs.empty():  # no job was promised to an idle worker: this one ends
+                        self._idle -= 1
+                        return
+                continue
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("action=worker_job_failed")
+            with self._lock:
+                self._idle += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -84,6 +85,7 @@ def _real_folders(workspace: Path, folder: Path) -> None:
         raise ValueError(f"{folder} escapes the workspace")
 
 
+@functools.cache
 def skill_text() -> str:
-    """SKILL.md, force-appended to a scheduled fire's prompt."""
+    """SKILL.md, force-appended to a scheduled fire's prompt (a packaged file: read once)."""
     return (ASSETS_DIR / "SKILL.md").read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.core.text import storable
+from app.ui.feed import feed_for
 from app.ui.state.nav import NavState
 from app.ui.transcript import merge_events, open_runs
 
@@ -21,6 +22,10 @@ CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still a
 def _events(chat_id: int, after: int):  # noqa: ANN202 - list[Event]
     core = get_core()
     return runs.list_events(core.db, chat_id, after, runs.MAX_PAGE)
+
+
+async def _fetch(chat_id: int, after: int):  # noqa: ANN202 - list[Event]
+    return await asyncio.to_thread(_events, chat_id, after)
 
 
 def _alive(chat_id: int) -> bool:
@@ -64,18 +69,24 @@ class ChatState(NavState):
     async def tail(self):
         """Follow the chat's event log until the page closes or another chat opens.
 
-        "Working" comes from the run_started / run_finished events already read; only now and then
-        (while working and quiet) is the run's heartbeat checked, for a process that died.
+        The tab reads the log itself until it has caught up, then waits on the chat's shared feed
+        (one poller per chat per worker, see app/ui/feed.py). "Working" comes from the run_started /
+        run_finished events already read; only now and then (while working and quiet) is the run's
+        heartbeat checked, for a process that died.
         """
         async with self:
             generation, chat_id = self._generation, self.chat_id
-        quiet = 0
+        quiet, feed = 0, None
         while True:
             async with self:
                 if self._generation != generation:
                     return
                 cursor = self._cursor
-            events = await asyncio.to_thread(_events, chat_id, cursor)
+            events = await feed.after(cursor, POLL_SECONDS) if feed is not None else None
+            if events is None:
+                events = await asyncio.to_thread(_events, chat_id, cursor)
+                if not events:
+                    feed = feed_for(chat_id, cursor, _fetch)
             quiet = 0 if events else quiet + 1
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
@@ -88,7 +99,7 @@ class ChatState(NavState):
                     self.busy = bool(self._open_runs)
                 elif stale and self.busy:
                     self._open_runs, self.busy = [], False
-            if not events:
+            if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
 
     @rx.event
