@@ -63,7 +63,9 @@ class TurnSpec:
     is what the transcript shows when it differs from what the agent receives; ``owner_id`` is the
     user the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
     session. When the turn ends, ``record_finish(session, result)`` runs inside the transaction
-    that records the end, then ``on_finish(result)`` runs after it committed (the run's thread)."""
+    that records the end, then ``on_finish(result)`` runs after it committed (the run's thread).
+    ``record_finish`` must only write through its session: when a group commit is retried it may
+    run more than once, and only one of those runs commits."""
 
     chat_id: int
     text: str
@@ -251,8 +253,9 @@ class PromptService:
                                              spec.owner_id or chat.owner_id, chat.id, chat.project_id, spec.task_id,
                                              spec.run_id))
             s.flush()
-            if started is not None:
-                started(s, [(spec, run) for spec, run in zip(specs, runs, strict=True) if run is not None])
+            begun = [(spec, run) for spec, run in zip(specs, runs, strict=True) if run is not None]
+            if started is not None and begun:
+                started(s, begun)
         return [(run, (grant[0], grant[1].id) if grant else None) for run, grant in zip(runs, grants, strict=True)]
 
     def _launch(self, spec: TurnSpec, run: Run, grant: tuple[str, int] | None, chat: Chat, project: Project | None,

@@ -2,8 +2,9 @@
 thread) per use, and reusable worker threads for turns.
 
 Turns use two timers each (the output batcher's flush and the run timeout); a burst of a
-thousand fires would otherwise start two thousand short-lived threads. Callbacks run on a small
-pool, so a slow one (a database write) never delays another timer.
+thousand fires would otherwise start two thousand short-lived threads. Callbacks run on a pool
+of worker threads, so a slow one (a database write) delays the others only when every worker is
+busy.
 """
 
 from __future__ import annotations
@@ -23,18 +24,17 @@ log = logging.getLogger("chatcron.timers")
 class TimerHandle:
     def __init__(self, timers: Timers) -> None:
         self.cancelled = False
+        self.fired = False  # left the heap to run
         self._timers = timers
 
     def cancel(self) -> None:
-        if not self.cancelled:
-            self.cancelled = True
-            self._timers._forget()
+        self._timers._cancel(self)
 
 
 class Timers:
     """``call_later(delay, fn)`` runs ``fn()`` after ``delay`` seconds unless its handle is cancelled."""
 
-    def __init__(self, workers: int = 4) -> None:
+    def __init__(self, workers: int = 8) -> None:
         self._heap: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._cv = threading.Condition()
@@ -70,12 +70,18 @@ class Timers:
                 if handle.cancelled:
                     self._cancelled -= 1
                     continue
+                handle.fired = True
             self._pool.submit(_logged, fn)
 
-    def _forget(self) -> None:
-        """A handle was cancelled: drop cancelled entries once they are most of the heap (long
-        timeouts cancelled early would otherwise pile up until their instant)."""
+    def _cancel(self, handle: TimerHandle) -> None:
+        """Cancel a pending timer (a fired or cancelled one: nothing to do). Cancelled entries are
+        dropped once they are most of the heap: long timeouts cancelled early would otherwise pile
+        up until their instant."""
         with self._cv:
+            if handle.cancelled or handle.fired:
+                handle.cancelled = True
+                return
+            handle.cancelled = True
             self._cancelled += 1
             if self._cancelled > 256 and self._cancelled * 2 > len(self._heap):
                 self._heap = [entry for entry in self._heap if not entry[2].cancelled]

@@ -187,9 +187,6 @@ def test_many_cancelled_timers_are_dropped_from_the_heap(timers: Timers) -> None
     assert fired.wait(WAIT)
 
 
-@pytest.mark.xfail(strict=True, reason="TimerHandle.cancel() after the callback fired still counts a pending "
-                                       "cancelled entry: Timers._cancelled is incremented for an entry no "
-                                       "longer in the heap, so __len__ returns -1 and len() raises ValueError")
 def test_cancelling_a_timer_that_already_fired_leaves_the_count_alone(timers: Timers) -> None:
     fired = threading.Event()
     handle = timers.call_later(0, fired.set)
@@ -199,9 +196,6 @@ def test_cancelling_a_timer_that_already_fired_leaves_the_count_alone(timers: Ti
     assert len(timers) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="Batcher.flush from its own timer cancels the handle that just fired "
-                                       "(_flush_locked), so every timed flush drives Timers' pending count one lower "
-                                       "(len() raises ValueError); see the test above")
 def test_a_batcher_flushed_by_its_timer_leaves_no_pending_timer(timers: Timers) -> None:
     written: list[str] = []
     second = threading.Event()
