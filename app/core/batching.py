@@ -1,7 +1,8 @@
 """Coalesce a provider's stream into few writes without delaying it noticeably.
 
-A chunk is written at once when the previous write ended at least ``interval`` seconds ago; otherwise
-it waits in a buffer that a timer flushes when the interval is up. So a word-by-word stream still
+A chunk is written at once when the previous write (or the start) ended at least ``interval``
+seconds ago; otherwise it waits in a buffer that a timer flushes when the interval is up (a turn
+that ends within its first interval is written once, with its end). So a word-by-word stream still
 shows word by word in the page, while a provider that emits a burst of chunks (a fast agent, a
 command printing many lines) costs one write per interval instead of one per chunk.
 """
@@ -27,7 +28,7 @@ class Batcher:
         self._buffered = 0
         self._lock = threading.Lock()
         self._buffer: list[str] = []
-        self._last = 0.0
+        self._last = time.monotonic()  # the first chunk too waits out an interval
         self._timer: TimerHandle | None = None
         self.ended = False
 

@@ -198,18 +198,30 @@ def test_cancelling_a_timer_that_already_fired_leaves_the_count_alone(timers: Ti
 
 def test_a_batcher_flushed_by_its_timer_leaves_no_pending_timer(timers: Timers) -> None:
     written: list[str] = []
-    second = threading.Event()
+    wrote = threading.Event()
 
     def write(text: str) -> bool:
         written.append(text)
-        if len(written) == 2:
-            second.set()
+        wrote.set()
         return True
 
     batcher = Batcher(write, interval=0.05, timers=timers)
-    batcher.add("first ")  # written at once: nothing was written before
-    batcher.add("second")  # within the interval: buffered, flushed by a timer
-    assert second.wait(WAIT)
-    assert written == ["first ", "second"]
+    batcher.add("first ")  # within the first interval: buffered (a turn done by then is one write)
+    batcher.add("second")
+    assert wrote.wait(WAIT)  # the timer flushed both in one write
+    assert written == ["first second"]
+    wait_until(lambda: len(timers) == 0)
+    wrote.clear()
+    wait_until(lambda: time.monotonic() - batcher._last >= 0.05)
+    batcher.add("third")  # a quiet interval has passed: written at once, no timer
+    assert written == ["first second", "third"] and len(timers) == 0
     assert batcher.take() == ""
-    assert len(timers) == 0
+
+
+def test_a_turn_ending_within_its_first_interval_leaves_everything_to_take(timers: Timers) -> None:
+    written: list[str] = []
+    batcher = Batcher(written.append, interval=30.0, timers=timers)
+    for word in ("Demo ", "agent ", "here."):
+        batcher.add(word)
+    assert written == [] and batcher.take() == "Demo agent here."
+    assert len(timers) == 0  # take() cancelled the pending flush
