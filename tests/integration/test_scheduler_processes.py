@@ -204,8 +204,7 @@ def test_four_schedulers_fire_500_due_occurrences_exactly_once(core: Core, procs
         pytest.skip(reason)
     user, project_id = _owner(core)
     task_ids = _many_tasks(core, user, project_id, N_TASKS)
-    # A lease far longer than the batch: on 2 cores one claiming iteration takes tens of seconds, and a
-    # short lease would let peers abandon live claims (the xfail test at the end of this file).
+    # A lease far longer than the burst: the test is about claiming races, never about lease expiry.
     group = [procs.spawn(CHATCRON_RUN_LEASE_SECONDS=BATCH_LEASE, CHATCRON_MAX_CONCURRENT_RUNS=0)
              for _ in range(N_SCHEDULERS)]
     wait_ready(core.db, group, 60)
@@ -266,8 +265,7 @@ def _assert_exactly_once(core: Core, task_ids: list[int], instant: dt.datetime, 
 def test_sigterm_stops_cleanly_and_records_in_flight_turns(core: Core, procs: Schedulers) -> None:
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
-    # Lease 30 s: the loop's own beat comes every 10 s, so no iteration is running when SIGTERM lands
-    # (one that is hangs the process: see the xfail test below).
+    # Lease 30 s: the loop's own beat comes every 10 s, so no iteration is running when SIGTERM lands.
     sched, task, row, run = _start_busy_sleeper(core, _service(core), procs, user, chat, lease=30)
     t0 = time.monotonic()
     sched.kill(signal.SIGTERM)
