@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,6 +102,14 @@ def error_of(response: Any) -> dict[str, str]:
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
     assert all(isinstance(v, str) and v for v in body["error"].values()), body
     return body["error"]
+
+
+def wait_until_written(w: World, run_id: int, text: str, timeout: float = 15.0) -> None:
+    """Poll the run (over HTTP) until its stored output contains ``text``."""
+    deadline = time.monotonic() + timeout
+    while text not in w.client.get(f"/api/runs/{run_id}", headers=w.h("alice")).json()["output"]:
+        assert time.monotonic() < deadline, f"run {run_id} never wrote {text!r}"
+        time.sleep(0.02)
 
 
 def wait_for_run(w: World, run_id: int, timeout: float = 15.0) -> dict[str, Any]:
@@ -239,6 +248,7 @@ def test_busy_chat_refuses_a_second_prompt_and_changes_nothing(world: World) -> 
     assert first.status_code == 202
     try:
         assert world.client.get(f"/api/chats/{world.chat}", headers=world.h("alice")).json()["busy"] is True
+        wait_until_written(world, first.json()["run_id"], "Working for 30 seconds")  # then it only sleeps
         before = row_counts(world.core)
         second = world.client.post(path, json={"text": "are you there?"}, headers=world.h("alice"))
         assert second.status_code == 409

@@ -160,7 +160,9 @@ def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[...
 # -- firing ------------------------------------------------------------------------------------
 
 
-def test_due_interval_task_fires_as_a_turn_with_the_exact_envelope(rig: Rig) -> None:
+def test_due_interval_task_fires_as_a_turn_with_the_exact_envelope(rig_with: Callable[..., Rig]) -> None:
+    # words 20 ms apart: the output batcher writes every 50 ms, so the reply arrives in several chunks
+    rig = rig_with(demo_word_delay_seconds=0.02)
     task_id = rig.create()
     rig.move_to(59)
     rig.tick()

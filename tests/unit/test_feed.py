@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 
 import pytest
@@ -32,7 +33,10 @@ class Log:
 
 
 def run(coro):  # noqa: ANN001, ANN201
-    return asyncio.run(coro)
+    """Run a scenario on a fresh event loop in its own thread: the browser tests of the same session
+    may leave a loop running in the main thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def test_many_tabs_share_one_read_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
