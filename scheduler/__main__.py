@@ -20,7 +20,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from app.core.clock import UTC
 from app.core.config import ConfigError, Settings, load_settings
 from app.core.context import Core, build_core
-from app.core.prompt import instance_id
+from app.core.turns import instance_id
 from app.core.wake import DatabaseWaker, WakeListener
 from scheduler import claims
 from scheduler import decisions as d

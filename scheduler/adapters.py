@@ -9,7 +9,8 @@ from app.core.db import Database
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
-from app.core.prompt import PromptService, RunResult, TurnSpec
+from app.core.prompt import PromptService
+from app.core.turns import RunResult, TurnSpec
 from scheduler.decisions import Auth
 from scheduler.protocols import AuthKey, ChatBusy, ChatGone, FireHooks, FireRequest, TurnOutcome
 

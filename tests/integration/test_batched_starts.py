@@ -26,8 +26,8 @@ from app.core.config import Settings
 from app.core.context import Core
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Event, Run, RunStatus, User
-from app.core.prompt import RunHandle, RunResult, TurnSpec
 from app.core.providers.demo import reply_for
+from app.core.turns import RunHandle, RunResult, TurnSpec
 from scheduler.loop import CLAIM_BATCH
 from scheduler.model import ScheduledTask, TaskRun
 from tests.conftest import make_core, with_settings

@@ -33,8 +33,8 @@ from app.core.context import Core
 from app.core.errors import Unauthorized
 from app.core.grants import Scope, resolve_grant
 from app.core.models import Event, Grant, Run, RunSource, RunStatus, User
-from app.core.prompt import RunHandle, RunResult
 from app.core.providers.base import Emit, Provider, TurnRequest
+from app.core.turns import RunHandle, RunResult
 from app.core.workspace import ASSETS_DIR, workspace_path
 from scheduler.__main__ import build_loop
 from scheduler.model import CreatedBy, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger

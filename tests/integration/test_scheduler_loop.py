@@ -22,8 +22,8 @@ from app.core.clock import UTC, FakeClock
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Event, Membership, Run, RunSource, RunStatus, User
-from app.core.prompt import RunHandle
 from app.core.providers.demo import reply_for
+from app.core.turns import RunHandle
 from scheduler import claims
 from scheduler.__main__ import build_loop, limits_of
 from scheduler.adapters import CoreDirectory
