@@ -334,8 +334,8 @@ class PromptService:
                     handle.cancel.set()
             for run in abandon_stale_runs(self.db, self.clock, self.settings.run_lease_seconds):
                 log.warning("action=run_abandoned run_id=%s chat_id=%s", run.id, run.chat_id)
-        except Exception:  # the store may be briefly unavailable; the next tick retries
-            log.exception("action=heartbeat_failed")
+        except Exception as exc:  # the store may be briefly unavailable; the next tick retries
+            log.error("action=heartbeat_failed error=%s", (str(exc).splitlines() or [type(exc).__name__])[0][:200])
 
     def running(self) -> list[RunHandle]:
         with self._lock:
