@@ -73,10 +73,6 @@ class CoreDirectory:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def check(self, chat_id: int, project_id: int, owner: str) -> tuple[Auth, str]:
-        key = (chat_id, project_id, owner)
-        return self.check_many([key])[key]
-
     def check_many(self, keys: list[AuthKey]) -> dict[AuthKey, tuple[Auth, str]]:
         try:
             with self.db.read() as s:

@@ -47,17 +47,15 @@ class Dispatch:
     previous_output: str | None = None  # seeds a fresh session: the last fire's reply
 
 
+def _stored(changes: dict[str, object]) -> dict[str, object]:
+    """A decision's changes as column values (enums by their value)."""
+    return {key: value.value if isinstance(value, enum.Enum) else value for key, value in changes.items()}
+
+
 def _apply(task: ScheduledTask, changes: dict[str, object], now: dt.datetime) -> None:
-    for key, value in changes.items():
-        setattr(task, key, value.value if hasattr(value, "value") and not isinstance(value, dt.datetime) else value)
+    for key, value in _stored(changes).items():
+        setattr(task, key, value)
     task.updated_at = now
-
-
-def _lock_task(s: Session, db: Database, task_id: int) -> ScheduledTask | None:
-    query = select(ScheduledTask).where(ScheduledTask.id == task_id)
-    if not db.sqlite:
-        query = query.with_for_update(skip_locked=True)
-    return s.exec(query).first()
 
 
 def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
@@ -202,14 +200,9 @@ def _previous_output(s: Session, task: ScheduledTask) -> str | None:
     return row or None
 
 
-def mark_started(db: Database, now: dt.datetime, dispatch: Dispatch, run_id: int) -> None:
-    """The turn started: link the chat run; the min-interval floor counts from this instant."""
-    with db.write() as s:
-        mark_started_in(s, now, [(dispatch, run_id)])
-
-
 def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Dispatch, int]]) -> None:
-    """``mark_started`` for several turns, inside the caller's transaction (the one that began them)."""
+    """The turns started: link each chat run; the min-interval floor counts from this instant.
+    Inside the caller's transaction (the one that began the turns)."""
     if not started:
         return
     s.exec(sa.update(TaskRun), params=[{"id": dispatch.task_run_id, "run_id": run_id, "started_at": now}
@@ -267,8 +260,8 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
         if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
     if task is not None and task.active_run_id == row.id:
-        changes = {key: value.value if isinstance(value, enum.Enum) else value for key, value in result.changes.items()}
-        conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task.id).values(**changes, updated_at=now))
+        values = {**_stored(result.changes), "updated_at": now}
+        conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task.id).values(**values))
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)

@@ -86,7 +86,7 @@ class PromptService:
         chats, projects = self._load(specs)
         ready: list[int] = []
         workspaces: dict[int, Path | None] = {}
-        checked: set[int] = set()  # projects whose assets this call has verified
+        checked: dict[int, Path] = {}  # projects whose workspace and assets this call has checked
         for i, spec in enumerate(specs):
             if spec.chat_id not in chats:
                 results[i] = NotFound(f"no chat with id {spec.chat_id}")
@@ -133,15 +133,18 @@ class PromptService:
         return chat.project_id is not None and (spec.source == RunSource.SCHEDULE or SCHEDULED_TASKS in
                                                 chat_skills(chat))
 
-    def _workspace(self, chat: Chat, projects: dict[int, Project], spec: TurnSpec, checked: set[int]) -> Path | None:
+    def _workspace(self, chat: Chat, projects: dict[int, Project], spec: TurnSpec,
+                   checked: dict[int, Path]) -> Path | None:
         """The project's workspace; for a turn with tools, its published assets are checked first
         (once per project and call)."""
         project = projects.get(chat.project_id) if chat.project_id else None
         if project is None:
             return None
+        if project.id in checked:
+            return checked[project.id]
         workspace = ensure_workspace(self.settings.workspaces_dir, project.id)
-        if project.id not in checked and self._needs_tools(chat, spec):
-            checked.add(project.id)
+        if self._needs_tools(chat, spec):
+            checked[project.id] = workspace
             rewritten = publish_assets(workspace)
             if rewritten:
                 log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))

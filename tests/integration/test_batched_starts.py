@@ -21,8 +21,6 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from app.core import chats
-from app.core.clock import FakeClock
-from app.core.config import Settings
 from app.core.context import Core
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Event, Run, RunStatus, User
@@ -30,9 +28,8 @@ from app.core.providers.demo import reply_for
 from app.core.turns import RunHandle, RunResult, TurnSpec
 from scheduler.loop import CLAIM_BATCH
 from scheduler.model import ScheduledTask, TaskRun
-from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.test_scheduler_loop import Rig, at, build_rig, settle
+from tests.integration.test_scheduler_loop import Rig, at, settle
 
 WAIT = 30.0
 MISSING_CHAT = 987_654
@@ -374,22 +371,6 @@ class _Gated:
         finally:
             with gate._lock:
                 gate.active -= 1
-
-
-@pytest.fixture
-def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[..., Rig]]:
-    """A rig whose core runs with changed settings (as in test_scheduler_loop)."""
-    opened: list[Core] = []
-
-    def build(**changes: Any) -> Rig:  # noqa: ANN401
-        core = make_core(with_settings(settings, **changes), fake_clock)
-        opened.append(core)
-        return build_rig(core, fake_clock)
-
-    yield build
-    for core in opened:
-        core.prompts.shutdown(5.0)
-        core.db.dispose()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,7 +19,6 @@ from sqlmodel import select
 
 from app.core import chats, projects
 from app.core.clock import UTC, FakeClock
-from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Event, Membership, Run, RunSource, RunStatus, User
 from app.core.providers.demo import reply_for
@@ -30,7 +29,6 @@ from scheduler.adapters import CoreDirectory
 from scheduler.loop import Loop
 from scheduler.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus
 from scheduler.service import Actor, TaskService
-from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # FakeClock's start
@@ -139,22 +137,6 @@ def build_rig(core: Core, clock: FakeClock) -> Rig:
 @pytest.fixture
 def rig(clocked_core: Core, fake_clock: FakeClock) -> Rig:
     return build_rig(clocked_core, fake_clock)
-
-
-@pytest.fixture
-def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[..., Rig]]:
-    """A rig whose core runs with changed settings."""
-    opened: list[Core] = []
-
-    def build(**changes: Any) -> Rig:
-        core = make_core(with_settings(settings, **changes), fake_clock)
-        opened.append(core)
-        return build_rig(core, fake_clock)
-
-    yield build
-    for core in opened:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
 
 
 # -- firing ------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ Run: ``python -m tests.perf.bench_burst [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 import time
@@ -29,7 +28,7 @@ from app.core.wake import DatabaseWaker
 from scheduler.model import ScheduledTask, TaskRun
 from scheduler.service import Actor, TaskService
 from tests.integration.procs import Schedulers, wait_for
-from tests.perf.common import Bench, databases, emit, median, prepared
+from tests.perf.common import Bench, emit, main_for, median, prepared
 
 TARGET_FIRES_PER_S = 300.0
 
@@ -107,11 +106,7 @@ def bench(kind: str, sizes: Sizes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    sizes = QUICK if parser.parse_args().quick else FULL
-    for kind in databases():
-        bench(kind, sizes)
+    main_for(__doc__, bench, FULL, QUICK)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ second. ``idle_cpu_percent`` is the median of the windows' CPU (percent of one c
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 import os
@@ -24,7 +23,7 @@ from sqlmodel import select
 from scheduler.model import ScheduledTask
 from tests.integration.procs import Schedulers
 from tests.perf.bench_burst import make_tasks
-from tests.perf.common import Bench, databases, emit, median, prepared
+from tests.perf.common import Bench, emit, main_for, median, prepared
 
 CPU_TARGET_PERCENT = 1.0
 RSS_TARGET_MB = 250.0
@@ -103,11 +102,7 @@ def bench(kind: str, sizes: Sizes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    sizes = QUICK if parser.parse_args().quick else FULL
-    for kind in databases():
-        bench(kind, sizes)
+    main_for(__doc__, bench, FULL, QUICK)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ word delay 0.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import http.client
@@ -42,7 +41,7 @@ from scheduler.service import Actor, TaskService
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, free_port
 from tests.integration.procs import ROOT, Schedulers, wait_for
 from tests.perf.bench_burst import make_tasks
-from tests.perf.common import Bench, databases, emit, median, percentile, prepared
+from tests.perf.common import Bench, emit, main_for, median, percentile, prepared
 
 WAKE_TARGET_MS = 250.0
 UI_TARGET_MS = 500.0
@@ -254,11 +253,7 @@ def bench(kind: str, sizes: Sizes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    sizes = QUICK if parser.parse_args().quick else FULL
-    for kind in databases():
-        bench(kind, sizes)
+    main_for(__doc__, bench, FULL, QUICK)
 
 
 if __name__ == "__main__":

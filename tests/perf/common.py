@@ -6,13 +6,14 @@ ok, db``; ``ok`` is ``None`` when the figure has no target ("report").
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import json
 import os
 import statistics
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.core import auth, projects
@@ -22,7 +23,7 @@ from app.core.migrate import upgrade
 from app.core.models import User
 from tests.perf.bench_scheduler import PG_ENV, _database, _percentile
 
-__all__ = ["PG_ENV", "Bench", "databases", "emit", "median", "percentile", "prepared"]
+__all__ = ["PG_ENV", "Bench", "databases", "emit", "main_for", "median", "percentile", "prepared"]
 
 percentile = _percentile
 median = statistics.median
@@ -73,3 +74,12 @@ def prepared(kind: str, prefix: str, **overrides: object) -> Iterator[Bench]:
             yield Bench(kind, url, tmp, settings, core, user, project_id)
         finally:
             core.db.dispose()
+
+
+def main_for(doc: str, bench: Callable[[str, object], None], full: object, quick: object) -> None:
+    """A benchmark module's command line: ``--quick`` for the small sizes, then every database."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    sizes = quick if parser.parse_args().quick else full
+    for kind in databases():
+        bench(kind, sizes)
