@@ -20,10 +20,10 @@ from sqlmodel import Session, func, select
 
 from app.core.db import Database
 from app.core.models import Chat, Run
+from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler import decisions as d
-from scheduler.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler.protocols import Directory
-from scheduler.views import next_after_fn, task_view
+from scheduler.snapshots import next_after_fn, task_view
 
 log = logging.getLogger("chatcron.scheduler")
 PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)

@@ -12,7 +12,7 @@ import datetime as dt
 import enum
 from collections.abc import Callable
 
-from scheduler.model import Overlap, RunOutcome, TaskStatus, Trigger
+from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 
 MARKERS = ("SCHEDULE_STATUS=COMPLETE", "TASK_COMPLETE")
 FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)

@@ -16,7 +16,7 @@ from app.api.schedules import TaskIn, TasksDep, _sent, task_json
 from app.core.clock import rfc3339
 from app.core.errors import Forbidden, InvalidInput
 from app.core.grants import GrantView, Scope, resolve_grant
-from scheduler.service import EDITABLE, Actor
+from app.schedules.service import EDITABLE, Actor
 
 router = APIRouter(prefix="/agent-api")
 USER_ONLY = "only a user can arm or resume a schedule; ask the user to do it in the Schedules drawer"

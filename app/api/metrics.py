@@ -19,7 +19,7 @@ from sqlmodel import func, select
 from app.api.deps import core_of
 from app.core.context import Core
 from app.core.models import Run
-from scheduler.model import ScheduledTask, SchedulerInstance, TaskRun
+from app.schedules.model import ScheduledTask, SchedulerInstance, TaskRun
 
 router = APIRouter(include_in_schema=False)
 BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

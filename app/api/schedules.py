@@ -13,8 +13,10 @@ from app.core.clock import rfc3339
 from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from scheduler import timing
-from scheduler.service import Actor, TaskService
+from app.schedules import preview as previews
+from app.schedules import spec
+from app.schedules.service import Actor, TaskService
+from app.schedules.spec import ScheduleError
 
 router = APIRouter(prefix="/api")
 UserDep = Annotated[User, Depends(current_user)]
@@ -62,7 +64,7 @@ def task_run_json(r: Any) -> dict[str, Any]:
 def describe_schedule(schedule: dict[str, Any]) -> str:
     """Plain English for any schedule kind (never raises on a stored schedule)."""
     try:
-        return timing.describe_schedule(schedule)
+        return spec.describe_schedule(schedule)
     except Exception:  # a stored schedule is valid; this only guards display
         return schedule.get("kind", "")
 
@@ -103,8 +105,8 @@ def preview(body: PreviewIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
     if not isinstance(body.schedule, dict):
         raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
     try:
-        return timing.preview(body.schedule, tasks.clock.now())
-    except timing.ScheduleError as exc:
+        return previews.preview(body.schedule, tasks.clock.now())
+    except ScheduleError as exc:
         raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
 
 

@@ -6,7 +6,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import app.core.models  # noqa: F401 - registers the tables on SQLModel.metadata
-import scheduler.model  # noqa: F401 - the scheduled-task tables
+import app.schedules.model  # noqa: F401 - the scheduled-task tables
 
 config = context.config
 target_metadata = SQLModel.metadata

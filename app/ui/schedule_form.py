@@ -13,8 +13,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.core.errors import InvalidInput
-from scheduler import timing
-from scheduler.model import Overlap, ScheduledTask, SessionMode
+from app.schedules.model import Overlap, ScheduledTask, SessionMode
+from app.schedules.spec import format_instant, parse_instant
 
 KINDS = ("once", "cron", "interval")
 LABELS = {
@@ -73,7 +73,7 @@ def schedule_of(fields: FormFields) -> dict[str, Any]:
             wall = dt.datetime.fromisoformat(fields.at.strip())
         except ValueError:
             raise InvalidInput("schedule.at", "pick a date and time") from None
-        return {"kind": "once", "at": timing.format_instant(wall.replace(tzinfo=zone))}
+        return {"kind": "once", "at": format_instant(wall.replace(tzinfo=zone))}
     raise InvalidInput("schedule.kind", "must be once, cron or interval")
 
 
@@ -110,7 +110,7 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
         return dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     if kind == "interval":
         return dataclasses.replace(base, every=str(schedule["every_seconds"]))
-    at = timing.parse_instant(schedule["at"], "schedule.at").astimezone(_zone(viewer_zone))
+    at = parse_instant(schedule["at"], "schedule.at").astimezone(_zone(viewer_zone))
     return dataclasses.replace(base, at=f"{at:%Y-%m-%dT%H:%M:%S}" if at.second else f"{at:%Y-%m-%dT%H:%M}")
 
 

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from scheduler import timing
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules import timing
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules.spec import ScheduleError, describe_schedule, parse_instant, parse_schedule
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
@@ -161,10 +162,10 @@ def describe(schedule: Mapping[str, Any], zone: dt.tzinfo) -> str:
     """Plain English with the zone; a once task's instant is spelled in ``zone``."""
     try:
         if schedule.get("kind") == "once":
-            at = timing.parse_instant(schedule["at"], "at")
+            at = parse_instant(schedule["at"], "at")
             return f"Once, {absolute(at, zone)}"
-        return timing.describe_schedule(schedule)
-    except (timing.ScheduleError, KeyError):  # stored schedules are valid: this only guards display
+        return describe_schedule(schedule)
+    except (ScheduleError, KeyError):  # stored schedules are valid: this only guards display
         return str(schedule.get("kind", ""))
 
 
@@ -254,9 +255,9 @@ def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: i
     first = max(task.next_run_at, now)
     fires = [first]
     try:
-        schedule = timing.parse_schedule(json.loads(task.schedule))
+        schedule = parse_schedule(json.loads(task.schedule))
         fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
-    except timing.ScheduleError:
+    except ScheduleError:
         pass
     return [fire for fire in fires if fire <= until][:limit]
 

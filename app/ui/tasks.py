@@ -1,7 +1,7 @@
 """The UI's door to scheduled tasks: one TaskService per process, and calls shaped for the drawer.
 
 Everything here is blocking (database, CPU-bound schedule checks): states call it through
-``asyncio.to_thread``. Rules live in :mod:`scheduler.service`; this module only adapts.
+``asyncio.to_thread``. Rules live in :mod:`app.schedules.service`; this module only adapts.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from app.core.context import get_core
 from app.core.errors import InvalidInput, Unauthorized
 from app.core.models import User
 from app.core.wake import DatabaseWaker
+from app.schedules import preview as previews
+from app.schedules.model import ScheduledTask
+from app.schedules.service import Actor, TaskService
+from app.schedules.spec import ScheduleError, parse_instant
 from app.ui import schedule_form, schedule_views
 from app.ui.schedule_form import FormFields
-from scheduler import timing
-from scheduler.model import ScheduledTask
-from scheduler.service import Actor, TaskService
 
 HISTORY_LIMIT = 20
 ACTIONS = ("arm", "pause", "resume", "run_now", "delete")
@@ -115,14 +116,14 @@ def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone:
 
 def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, zone: str) -> None:
     try:
-        shown = timing.preview(schedule, service.clock.now(), 5, display_timezone=zone)
-    except timing.ScheduleError as exc:
+        shown = previews.preview(schedule, service.clock.now(), 5, display_timezone=zone)
+    except ScheduleError as exc:
         raise InvalidInput(exc.field, exc.message) from None
     now = service.clock.now()
     check.description = schedule_views.describe(schedule, schedule_views.zone_of(shown["timezone"]))
     tz = schedule_views.zone_of(shown["timezone"])
     for fire in shown["fires"]:
-        at = timing.parse_instant(fire["utc"], "utc")
+        at = parse_instant(fire["utc"], "utc")
         check.fires.append({"local": f"{schedule_views.short_time(at, tz)} {at.astimezone(tz).tzname()}",
                             "relative": schedule_views.relative(at, now), "utc": fire["utc"]})
 

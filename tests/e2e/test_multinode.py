@@ -36,9 +36,9 @@ from app.core.config import Settings
 from app.core.context import Core, build_core
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.wake import DatabaseWaker
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
+from app.schedules.service import Actor, TaskService
 from scheduler.decisions import ABANDONED_REASON
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
-from scheduler.service import Actor, TaskService
 from tests.conftest import _drop_schema, _pg_schema_url
 from tests.e2e import multinode as mn
 from tests.e2e.conftest import DEMO_EMAIL, login

@@ -28,7 +28,7 @@ from app.core import auth, chats, projects
 from app.core.context import Core
 from app.core.db import Database
 from app.core.models import Chat, User
-from scheduler.model import SchedulerInstance
+from app.schedules.model import SchedulerInstance
 
 ROOT = Path(app.__file__).resolve().parent.parent
 T = TypeVar("T")

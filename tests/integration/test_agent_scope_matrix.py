@@ -37,8 +37,8 @@ from app.core.context import Core
 from app.core.grants import PREFIX, Scope, issue_grant, resolve_grant, revoke_grant
 from app.core.models import Grant, User
 from app.core.workspace import ASSETS_DIR
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
-from scheduler.service import Actor, TaskService
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
+from app.schedules.service import Actor, TaskService
 from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
 from tests.integration.apiclient import add_user, client_for, table_contents
 

@@ -22,7 +22,7 @@ from app.core.clock import FakeClock
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.grants import Scope, issue_grant
-from scheduler.service import Actor, TaskService
+from app.schedules.service import Actor, TaskService
 from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents
 

@@ -26,8 +26,8 @@ from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Event, Run, RunStatus, User
 from app.core.providers.demo import reply_for
 from app.core.turns import RunHandle, RunResult, TurnSpec
+from app.schedules.model import ScheduledTask, TaskRun
 from scheduler.loop import CLAIM_BATCH
-from scheduler.model import ScheduledTask, TaskRun
 from tests.integration.apiclient import add_user
 from tests.integration.test_scheduler_loop import Rig, at, settle
 

@@ -15,7 +15,7 @@ from app.core.chats import SCHEDULED_TASKS
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import RunStatus
-from scheduler.model import CreatedBy, ScheduledTask, TaskStatus
+from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer, free_port

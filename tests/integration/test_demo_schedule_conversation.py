@@ -36,9 +36,9 @@ from app.core.models import Event, Grant, Run, RunSource, RunStatus, User
 from app.core.providers.base import Emit, Provider, TurnRequest
 from app.core.turns import RunHandle, RunResult
 from app.core.workspace import ASSETS_DIR, workspace_path
+from app.schedules.model import CreatedBy, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
-from scheduler.model import CreatedBy, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
-from scheduler.service import Actor, TaskService
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer, free_port

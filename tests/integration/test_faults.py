@@ -43,10 +43,10 @@ from app.core.context import Core
 from app.core.db import normalize_url
 from app.core.models import Chat, Run, RunStatus, User
 from app.core.wake import DatabaseWaker
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun
+from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
 from scheduler.decisions import ABANDONED_REASON
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun
-from scheduler.service import Actor, TaskService
 from tests.conftest import make_core, pg_base_url, with_settings
 from tests.integration.procs import ROOT, Schedulers, schedulers, wait_for
 from tests.integration.procs import new_chat as _chat

@@ -51,7 +51,7 @@ from app.core.clock import SystemClock
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.grants import Scope, issue_grant
-from scheduler.service import Actor, TaskService
+from app.schedules.service import Actor, TaskService
 from tests.conftest import make_core
 from tests.integration.apiclient import add_user
 

@@ -9,9 +9,9 @@ from sqlalchemy.exc import OperationalError
 
 from app.api import create_api
 from app.core import auth, chats, projects
+from app.schedules.service import Actor, TaskService
 from scheduler import claims
 from scheduler.__main__ import build_loop
-from scheduler.service import Actor, TaskService
 
 
 def _client(core) -> TestClient:  # noqa: ANN001

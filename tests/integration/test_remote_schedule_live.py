@@ -24,8 +24,8 @@ from app.core.context import Core
 from app.core.grants import Scope, issue_grant, revoke_grant
 from app.core.models import User
 from app.core.workspace import ASSETS_DIR, workspace_path
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
-from scheduler.service import Actor, TaskService
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
+from app.schedules.service import Actor, TaskService
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer
 

@@ -23,12 +23,12 @@ from app.core.context import Core
 from app.core.models import Event, Membership, Run, RunSource, RunStatus, User
 from app.core.providers.demo import reply_for
 from app.core.turns import RunHandle
+from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus
+from app.schedules.service import Actor, TaskService
 from scheduler import claims
 from scheduler.__main__ import build_loop, limits_of
 from scheduler.adapters import CoreDirectory
 from scheduler.loop import Loop
-from scheduler.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus
-from scheduler.service import Actor, TaskService
 from tests.integration.apiclient import add_user
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # FakeClock's start

@@ -27,10 +27,10 @@ from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.wake import DatabaseWaker
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules.service import Actor, TaskService
 from scheduler import claims
 from scheduler.decisions import ABANDONED_REASON
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
-from scheduler.service import Actor, TaskService
 from tests.conftest import with_settings
 from tests.integration.procs import SchedulerProc, Schedulers, schedulers, wait_for, wait_ready
 from tests.integration.procs import new_chat as _chat

@@ -22,8 +22,8 @@ from app.core.clock import UTC, FakeClock
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import User
-from scheduler.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
-from scheduler.service import Actor, TaskService
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules.service import Actor, TaskService
 from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, row_counts, table_contents
 

@@ -31,7 +31,7 @@ from app.core.context import Core
 from app.core.migrate import alembic_config
 from app.core.models import ApiToken, Grant, LoginAttempt, RunSource, RunStatus, User
 from app.core.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
-from scheduler.service import Actor
+from app.schedules.service import Actor
 from tests.conftest import make_core, with_settings
 from tests.integration import test_agent_scope_matrix as matrix
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents

@@ -25,8 +25,8 @@ from sqlmodel import func, select
 from app.core import chats
 from app.core.models import Chat
 from app.core.wake import DatabaseWaker
-from scheduler.model import ScheduledTask, TaskRun
-from scheduler.service import Actor, TaskService
+from app.schedules.model import ScheduledTask, TaskRun
+from app.schedules.service import Actor, TaskService
 from tests.integration.procs import Schedulers, wait_for
 from tests.perf.common import Bench, emit, main_for, median, prepared
 

@@ -24,8 +24,9 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from scheduler.cron import CronError, next_fire_times
-from scheduler.timing import min_gap_seconds
+from app.schedules.cron.evaluate import next_fire_times
+from app.schedules.cron.fields import CronError
+from app.schedules.timing import min_gap_seconds
 
 COMMON = ["*/5 * * * *", "0 9 * * 1-5", "30 2 * * *", "0 0 1 * *", "@hourly"]
 ZONE = "America/New_York"

@@ -20,7 +20,7 @@ import time
 import sqlalchemy as sa
 from sqlmodel import select
 
-from scheduler.model import ScheduledTask
+from app.schedules.model import ScheduledTask
 from tests.integration.procs import Schedulers
 from tests.perf.bench_burst import make_tasks
 from tests.perf.common import Bench, emit, main_for, median, prepared

@@ -39,8 +39,8 @@ from app.core.db import normalize_url
 from app.core.migrate import upgrade
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from scheduler.model import ScheduledTask, TaskRun
-from scheduler.service import Actor, TaskService
+from app.schedules.model import ScheduledTask, TaskRun
+from app.schedules.service import Actor, TaskService
 from tests.integration.procs import Schedulers, wait_for
 
 PG_ENV = "CHATCRON_TEST_POSTGRES_URL"

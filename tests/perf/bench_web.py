@@ -37,7 +37,7 @@ from sqlmodel import select
 
 from app.core import auth, chats, runs
 from app.core.models import Event, EventType, Run, RunSource, RunStatus
-from scheduler.service import Actor, TaskService
+from app.schedules.service import Actor, TaskService
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, free_port
 from tests.integration.procs import ROOT, Schedulers, wait_for
 from tests.perf.bench_burst import make_tasks

@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlmodel import func, select
 
 from app.core.db import Database
+from app.schedules.model import ScheduledTask, TaskRun
 from scheduler.__main__ import build_loop
-from scheduler.model import ScheduledTask, TaskRun
 from tests.perf.bench_burst import make_tasks
 from tests.perf.common import prepared
 

@@ -28,7 +28,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.core.db import normalize_url
-from scheduler.service import TaskService
+from app.schedules.service import TaskService
 from tests.integration.procs import Schedulers
 from tests.perf import bench_burst, bench_cron, bench_idle, bench_scheduler, bench_web
 from tests.perf.common import PG_ENV, databases, emit, median, percentile, prepared

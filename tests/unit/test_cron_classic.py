@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler.cron import next_fire_times
+from app.schedules.cron.evaluate import next_fire_times
 from tests.unit.cron_reference import EPOCH, fires, parse, simulate, simulate_many, utc_seconds
 
 EXPRESSIONS = [

@@ -1,4 +1,4 @@
-"""Grammar, errors, descriptions and plain (DST-free) semantics of scheduler.cron."""
+"""Grammar, errors, descriptions and plain (DST-free) semantics of app.schedules.cron.evaluate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from scheduler.cron import CronError, describe, next_fire_times, parse_cron
+from app.schedules.cron.describe import describe
+from app.schedules.cron.evaluate import next_fire_times
+from app.schedules.cron.fields import CronError, parse_cron
 
 
 def _fires(expr: str, after: str, count: int, tz: str = "UTC") -> list[str]:

@@ -1,4 +1,4 @@
-"""Property tests of scheduler.cron over generated valid expressions, zones and start instants."""
+"""Property tests of app.schedules.cron.evaluate over generated valid expressions, zones and start instants."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from zoneinfo import ZoneInfo
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from scheduler.cron import CronError, describe, next_fire_times, parse_cron
+from app.schedules.cron.describe import describe
+from app.schedules.cron.evaluate import next_fire_times
+from app.schedules.cron.fields import CronError, parse_cron
 from tests.unit.cron_reference import NAIVE_EPOCH, parse, scan_utc, utc_seconds
 
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

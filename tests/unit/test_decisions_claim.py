@@ -12,6 +12,7 @@ import datetime as dt
 
 import pytest
 
+from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler.decisions import (
     Action,
     Auth,
@@ -26,7 +27,6 @@ from scheduler.decisions import (
     decide_finish,
     what_is_due,
 )
-from scheduler.model import Overlap, RunOutcome, TaskStatus, Trigger
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 STEP = dt.timedelta(minutes=5)

@@ -11,6 +11,7 @@ import datetime as dt
 
 import pytest
 
+from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler.decisions import (
     Action,
     Facts,
@@ -23,7 +24,6 @@ from scheduler.decisions import (
     envelope,
     has_marker,
 )
-from scheduler.model import Overlap, RunOutcome, TaskStatus, Trigger
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 STEP = dt.timedelta(minutes=5)

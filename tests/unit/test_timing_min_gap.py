@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.cron import next_fire_times
-from scheduler.timing import min_gap_detail, min_gap_seconds
+from app.schedules.cron.evaluate import next_fire_times
+from app.schedules.timing import min_gap_detail, min_gap_seconds
 from tests.unit.cron_reference import utc_seconds
 
 ZONES = [

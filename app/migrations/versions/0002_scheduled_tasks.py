@@ -12,7 +12,7 @@ import sqlmodel
 from alembic import op
 
 import app.core.models
-import scheduler.model
+import app.schedules.model
 
 
 revision = '0002_scheduled_tasks'

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from scheduler.cron import HORIZON_DAYS, CronError, describe, parse_cron
-from scheduler.cron_zone import DAY, EPOCH, load_zone
+from app.schedules.cron.describe import describe
+from app.schedules.cron.evaluate import HORIZON_DAYS
+from app.schedules.cron.fields import CronError, parse_cron
+from app.schedules.cron.zone import DAY, EPOCH, load_zone
 
 MAX_EVERY_SECONDS = HORIZON_DAYS * DAY
 _MAX_UNIX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z

@@ -8,45 +8,20 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
-from typing import Any
 
-from scheduler.cron import HORIZON_DAYS, CronError, next_fire_times, parse_cron
-from scheduler.cron_gaps import Gap, min_gap
-from scheduler.cron_zone import EPOCH, load_zone
-from scheduler.schedules import (
+from app.schedules.cron.evaluate import HORIZON_DAYS, next_fire_times
+from app.schedules.cron.fields import CronError, parse_cron
+from app.schedules.cron.gaps import Gap, min_gap
+from app.schedules.cron.zone import EPOCH, load_zone
+from app.schedules.spec import (
     CronSchedule,
     IntervalSchedule,
     OnceSchedule,
     Schedule,
     ScheduleError,
-    ScheduleKind,
-    describe_schedule,
     format_instant,
-    parse_instant,
-    parse_schedule,
     schedule_error_from,
-    schedule_to_dict,
 )
-
-__all__ = [
-    "CronSchedule",
-    "IntervalSchedule",
-    "OnceSchedule",
-    "Schedule",
-    "ScheduleError",
-    "ScheduleKind",
-    "describe_schedule",
-    "format_instant",
-    "min_gap_seconds",
-    "min_gap_detail",
-    "next_occurrence",
-    "next_occurrences",
-    "parse_instant",
-    "parse_schedule",
-    "preview",
-    "schedule_to_dict",
-    "validate_min_interval",
-]
 
 # Without a start instant the minimum-interval analysis covers these wall dates: every
 # transition a zone has had since 1970 and every one its current rules give until 2100.
@@ -155,11 +130,6 @@ def validate_min_interval(schedule: Schedule, floor_seconds: int, *, now: dateti
         )
 
 
-def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None) -> dict[str, Any]:
-    """The next ``count`` fires of an API schedule dict with its description; see scheduler.preview."""
-    from scheduler.preview import preview as build  # preview builds on this module: import late, no cycle
-
-    return build(schedule, now, count, display_timezone)
 
 
 def _require_aware(value: datetime, name: str) -> None:

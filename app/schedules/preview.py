@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from scheduler.cron import CronError
-from scheduler.cron_zone import load_zone
-from scheduler.schedules import (
+from app.schedules.cron.fields import CronError
+from app.schedules.cron.zone import load_zone
+from app.schedules.spec import (
     CronSchedule,
     IntervalSchedule,
     OnceSchedule,
@@ -16,7 +16,7 @@ from scheduler.schedules import (
     format_instant,
     parse_schedule,
 )
-from scheduler.timing import next_occurrences
+from app.schedules.timing import next_occurrences
 
 MAX_PREVIEW = 50
 

@@ -20,11 +20,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from datetime import date, datetime, timedelta
 
-from scheduler.cron_describe import describe
-from scheduler.cron_fields import CronError, CronSpec, FieldName, parse_cron
-from scheduler.cron_zone import DAY, EPOCH, EPOCH_ORDINAL, ZoneTimeline, load_zone
-
-__all__ = ["HORIZON_DAYS", "CronError", "describe", "next_fire_times", "next_instant", "parse_cron"]
+from app.schedules.cron.fields import CronError, CronSpec, FieldName, parse_cron
+from app.schedules.cron.zone import DAY, EPOCH, EPOCH_ORDINAL, ZoneTimeline, load_zone
 
 HORIZON_DAYS = 2922  # 8 years of 365.25 days: an expression silent that long is rejected
 _LOOKBACK = 2 * DAY  # covers any offset change tzdata has ever had (the largest is 24 h)

@@ -21,8 +21,9 @@ from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.core.models import Event, EventType, User
 from app.core.text import storable
-from scheduler import timing
-from scheduler.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
+from app.schedules import timing
+from app.schedules.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
+from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 from scheduler.protocols import NullWaker, Waker
 
 MAX_NAME = 120
@@ -83,13 +84,13 @@ class TaskService:
         if not isinstance(raw, dict):
             raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
         try:
-            schedule = timing.parse_schedule(raw)
+            schedule = parse_schedule(raw)
             if partial_of is None or "schedule" in body:
                 self._check_timing(schedule)
-        except timing.ScheduleError as exc:
+        except ScheduleError as exc:
             raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
         return TaskSpec(name=name, prompt=prompt, schedule=schedule,
-                        schedule_json=json.dumps(timing.schedule_to_dict(schedule), sort_keys=True),
+                        schedule_json=json.dumps(schedule_to_dict(schedule), sort_keys=True),
                         overlap=_enum(Overlap, merged.get("overlap", Overlap.QUEUE_ONE.value), "overlap"),
                         session=_enum(SessionMode, merged.get("session", SessionMode.RESUME.value), "session"),
                         max_runs=_max_runs(merged.get("max_runs")))
@@ -97,7 +98,7 @@ class TaskService:
     def _check_timing(self, schedule: Any) -> None:
         now = self.clock.now()
         if schedule.kind == "once" and schedule.at <= now:
-            raise timing.ScheduleError("schedule.at", "must be in the future")
+            raise ScheduleError("schedule.at", "must be in the future")
         timing.validate_min_interval(schedule, self.settings.min_interval_seconds, now=now)
         if schedule.kind == "cron":
             timing.next_occurrence(schedule, now)  # raises for a never-firing expression
@@ -229,7 +230,7 @@ class TaskService:
 
     def _activate(self, row: ScheduledTask) -> None:
         now = self.clock.now()
-        schedule = timing.parse_schedule(json.loads(row.schedule))
+        schedule = parse_schedule(json.loads(row.schedule))
         next_at = timing.next_occurrence(schedule, now, armed_at=now)
         if next_at is None:
             raise Conflict("its time has passed; edit the schedule first")

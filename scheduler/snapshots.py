@@ -6,14 +6,15 @@ import datetime as dt
 import json
 from typing import Any
 
-from scheduler import timing
+from app.schedules import timing
+from app.schedules.model import Overlap, ScheduledTask, TaskStatus, Trigger
+from app.schedules.spec import parse_schedule
 from scheduler.decisions import NextFn, TaskView
-from scheduler.model import Overlap, ScheduledTask, TaskStatus, Trigger
 
 
 def load_schedule(task: ScheduledTask) -> Any:
     """The parsed schedule of a stored task."""
-    return timing.parse_schedule(json.loads(task.schedule))
+    return parse_schedule(json.loads(task.schedule))
 
 
 def next_after_fn(task: ScheduledTask) -> NextFn:

@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from scheduler.cron_fields import CronError
+from app.schedules.cron.fields import CronError
 
 DAY = 86400
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

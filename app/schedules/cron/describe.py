@@ -6,7 +6,7 @@ the same (``mon-fri`` and ``1-5``); a macro reads like its expansion.
 
 from __future__ import annotations
 
-from scheduler.cron_fields import Field, Term, parse_cron
+from app.schedules.cron.fields import Field, Term, parse_cron
 
 _WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = (

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import date
 from itertools import pairwise
 
-from scheduler.cron import days_in_month
-from scheduler.cron_fields import CronSpec
-from scheduler.cron_zone import DAY, EPOCH_ORDINAL, Transition, ZoneTimeline
+from app.schedules.cron.evaluate import days_in_month
+from app.schedules.cron.fields import CronSpec
+from app.schedules.cron.zone import DAY, EPOCH_ORDINAL, Transition, ZoneTimeline
 
 _NEVER = 2**62
 
