@@ -19,9 +19,10 @@ from sqlmodel import Session
 
 from app.core.clock import Clock
 from app.core.db import Database
+from app.core.wake import Waker
 from scheduler import claims
 from scheduler import decisions as d
-from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, FireRequest, TurnOutcome, Waker
+from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, FireRequest, TurnOutcome
 
 log = logging.getLogger("chatcron.scheduler")
 JOB_ID = "chatcron-loop"

@@ -69,14 +69,3 @@ class Directory(Protocol):
     """Fire-time authorization: chat exists, in the task's project, owner registered with access."""
 
     def check_many(self, keys: list[AuthKey]) -> dict[AuthKey, tuple[Auth, str]]: ...
-
-
-class Waker(Protocol):
-    """Cross-process wake-up hint for the loop; carries no data (the database is the truth)."""
-
-    def notify(self) -> None: ...
-
-
-class NullWaker:
-    def notify(self) -> None:
-        return None

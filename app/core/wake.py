@@ -16,6 +16,7 @@ import select
 import stat
 import time
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy.engine import make_url
 
@@ -23,6 +24,19 @@ from app.core.db import Database
 
 CHANNEL = "chatcron_wake"
 log = logging.getLogger("chatcron.wake")
+
+
+class Waker(Protocol):
+    """Cross-process wake-up hint for the scheduler loop; carries no data (the database is the truth)."""
+
+    def notify(self) -> None: ...
+
+
+class NullWaker:
+    """A waker for processes with no loop to wake (tests, one-off commands)."""
+
+    def notify(self) -> None:
+        return None
 
 
 def fifo_path(db: Database) -> Path:

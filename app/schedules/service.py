@@ -21,10 +21,10 @@ from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.core.models import Event, EventType, User
 from app.core.text import storable
+from app.core.wake import NullWaker, Waker
 from app.schedules import timing
 from app.schedules.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
-from scheduler.protocols import NullWaker, Waker
 
 MAX_NAME = 120
 MAX_KEY = 200

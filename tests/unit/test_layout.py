@@ -1,0 +1,117 @@
+"""The layout rules of docs/ARCHITECTURE.md, checked on the source: dependencies point one way,
+the import graph has no cycle, and no module outgrows what one reader holds in mind."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("app", "scheduler")
+MAX_LINES = 400
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            found[_module_name(path)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every project module ``name`` imports, at any depth of its code (late imports included)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in MODULES and t != name)
+    return out
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _closure(start: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for dep in GRAPH[stack.pop()]:
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
+def test_the_graph_sees_the_packages() -> None:
+    assert "app.schedules.service" in GRAPH and "scheduler.loop" in GRAPH
+    assert "app.schedules.timing" in GRAPH["app.schedules.preview"]
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    cycles = sorted(name for name in GRAPH if name in _closure(name))
+    assert cycles == [], f"modules on an import cycle: {cycles}"
+
+
+@pytest.mark.parametrize("root", ["app.app", "app.api", "app.ui", "app.schedules", "app.core", "app.manage"])
+def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) -> None:
+    reached = {root} | _closure(root)
+    for name in [m for m in MODULES if m.startswith(root + ".")]:
+        reached |= {name} | _closure(name)
+    assert sorted(m for m in reached if m.split(".")[0] == "scheduler") == []
+
+
+def test_the_core_imports_no_outer_layer() -> None:
+    outer = ("app.api", "app.ui", "app.schedules", "scheduler")
+    bad = sorted(
+        f"{name} → {dep}"
+        for name, deps in GRAPH.items()
+        if name.startswith("app.core")
+        for dep in deps
+        if dep.startswith(outer)
+    )
+    assert bad == []
+
+
+def test_the_schedule_domain_imports_no_web_layer() -> None:
+    bad = sorted(
+        f"{name} → {dep}"
+        for name, deps in GRAPH.items()
+        if name.startswith("app.schedules")
+        for dep in deps
+        if dep.startswith(("app.api", "app.ui", "scheduler"))
+    )
+    assert bad == []
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    long = sorted(
+        f"{path.relative_to(ROOT)}: {n} lines"
+        for path in [*MODULES.values()]
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    )
+    assert long == []
