@@ -16,7 +16,7 @@ from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import User
-from app.core.text import storable
+from app.core.text import clean_prompt
 
 router = APIRouter(prefix="/api")
 CoreDep = Annotated[Core, Depends(core_of)]
@@ -109,11 +109,7 @@ def list_events(cid: Id, core: CoreDep, user: UserDep,
 @router.post("/chats/{cid}/prompts", status_code=202)
 def post_prompt(cid: Id, body: PromptIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chats.get_chat(core.db, user, cid)
-    text = storable(body.text, "text").strip()
-    if not text:
-        raise InvalidInput("text", "must not be empty")
-    if len(text.encode()) > core.settings.prompt_max_bytes:
-        raise InvalidInput("text", f"must be at most {core.settings.prompt_max_bytes} bytes")
+    text = clean_prompt(body.text, "text", core.settings.prompt_max_bytes)
     handle = core.prompts.start(cid, text)
     return {"run_id": handle.run_id}
 

@@ -10,7 +10,8 @@ from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import Chat, User
-from app.core.projects import clean_name, get_project, has_access
+from app.core.projects import get_project, has_access
+from app.core.text import clean_name
 
 SCHEDULED_TASKS = "scheduled-tasks"
 KNOWN_SKILLS = frozenset({SCHEDULED_TASKS})

@@ -9,24 +9,10 @@ from sqlmodel import Session, select
 
 from app.core.clock import Clock
 from app.core.db import Database
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import NotFound
 from app.core.models import Membership, Project, User
-from app.core.text import storable
+from app.core.text import clean_name
 from app.core.workspace import ensure_workspace, publish_assets
-
-MAX_NAME = 120
-
-
-def clean_name(value: object, field: str = "name", limit: int = MAX_NAME) -> str:
-    """A trimmed 1..limit character name; raises InvalidInput naming ``field``."""
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be a string")
-    text = storable(value, field).strip()
-    if not text:
-        raise InvalidInput(field, "must not be empty")
-    if len(text) > limit:
-        raise InvalidInput(field, f"must be at most {limit} characters")
-    return text
 
 
 def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User) -> Project:

@@ -20,13 +20,12 @@ from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.core.models import Event, EventType, User
-from app.core.text import storable
+from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
 from app.schedules import timing
 from app.schedules.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 
-MAX_NAME = 120
 MAX_KEY = 200
 EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session")
 
@@ -78,8 +77,8 @@ class TaskService:
                        "schedule": json.loads(partial_of.schedule), "overlap": partial_of.overlap,
                        "max_runs": partial_of.max_runs, "session": partial_of.session}
             merged = {**current, **body}
-        name = _text(merged.get("name"), "name", MAX_NAME)
-        prompt = _prompt(merged.get("prompt"), self.settings.prompt_max_bytes)
+        name = clean_name(merged.get("name"))
+        prompt = clean_prompt(merged.get("prompt"), "prompt", self.settings.prompt_max_bytes, strip=False)
         raw = merged.get("schedule")
         if not isinstance(raw, dict):
             raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
@@ -142,7 +141,7 @@ class TaskService:
             raise InvalidInput("chat_id", "loose chats cannot have schedules; move the chat into a project")
         key = body.get("idempotency_key")
         if key is not None:
-            key = _text(key, "idempotency_key", MAX_KEY)
+            key = clean_name(key, "idempotency_key", MAX_KEY)
             existing = self._by_key(chat_id, key)
             if existing is not None:
                 return existing, False
@@ -314,23 +313,6 @@ class TaskService:
         return row
 
 
-def _text(value: object, field: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be a string")
-    text = storable(value, field).strip()
-    if not text:
-        raise InvalidInput(field, "must not be empty")
-    if len(text) > limit:
-        raise InvalidInput(field, f"must be at most {limit} characters")
-    return text
-
-
-def _prompt(value: object, max_bytes: int) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("prompt", "must be a non-empty string")
-    if len(storable(value, "prompt").encode("utf-8")) > max_bytes:
-        raise InvalidInput("prompt", f"must be at most {max_bytes} bytes of UTF-8")
-    return value
 
 
 def _enum(cls, value: object, field: str):  # noqa: ANN001, ANN202
