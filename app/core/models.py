@@ -185,7 +185,7 @@ class Grant(SQLModel, table=True):
     chat_id: int = Field(foreign_key="chats.id", index=True)
     project_id: int = Field(foreign_key="projects.id")
     task_id: int | None = None
-    run_id: int | None = None
+    task_run_id: int | None = None  # the fire's claim (a TaskRun id)
     created_at: dt.datetime = _instant()
     expires_at: dt.datetime = _instant()
     revoked_at: dt.datetime | None = _instant(nullable=True)
