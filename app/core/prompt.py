@@ -347,3 +347,6 @@ class PromptService:
         for handle in self.running():
             handle.wait(grace_seconds)
         self._stop.set()
+        close = getattr(self.providers, "close", None)  # warm agent processes end with the service
+        if close is not None:
+            close()
