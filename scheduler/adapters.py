@@ -58,11 +58,11 @@ def _outcome(result: RunResult) -> TurnOutcome:
     return TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error)
 
 
-def _record(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.record_finish
+def _record(hooks: FireHooks, request: Fire):  # a TurnSpec.record_finish
     return lambda s, result: hooks.record(s, request, _outcome(result))
 
 
-def _after(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.on_finish
+def _after(hooks: FireHooks, request: Fire):  # a TurnSpec.on_finish
     return lambda result: hooks.finished(request, _outcome(result))
 
 

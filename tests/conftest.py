@@ -66,7 +66,7 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
                     run_lease_seconds=5, min_interval_seconds=60)
 
 
-def make_core(settings: Settings, clock=None) -> Core:  # noqa: ANN001
+def make_core(settings: Settings, clock=None) -> Core:
     core = build_core(settings, clock or SystemClock())
     upgrade(core.db)
     return core

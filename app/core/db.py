@@ -80,7 +80,7 @@ def make_engine(url: str) -> sa.Engine:
     )
 
     @sa.event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DB-API connection
+    def _pragmas(dbapi_conn, _record) -> None:  # DB-API connection
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
