@@ -8,6 +8,7 @@ from app.api import behind_proxies, create_api
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.ui.pages import chat, index, login
+from app.ui.state.login import LoginState
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
 
@@ -15,7 +16,9 @@ app = rx.App(
     api_transformer=[create_api(get_core, _settings.request_max_bytes),
                      lambda asgi: behind_proxies(asgi, _settings.trusted_proxies)],
     theme=rx.theme(accent_color="indigo", radius="large"),
+    stylesheets=["/chatcron.css"],  # assets/chatcron.css
+    head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml")],
 )
-app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=login.LoginState.read_error)
+app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
 app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_load=chat.ON_LOAD)

@@ -10,9 +10,9 @@ from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
-from app.core.text import storable
+from app.core.text import clean_prompt
 from app.ui.feed import feed_for
-from app.ui.state.nav import NavState
+from app.ui.state.session import AuthState
 from app.ui.transcript import merge_events, open_runs
 
 POLL_SECONDS = 0.25
@@ -33,7 +33,14 @@ def _alive(chat_id: int) -> bool:
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
-class ChatState(NavState):
+def _composer_message(exc: ChatcronError) -> str:
+    """"The message must not be empty." for the composer's own field, the error's message otherwise."""
+    if isinstance(exc, InvalidInput) and exc.field == "text":
+        return f"The message {exc.message.removeprefix('text: ')}."
+    return exc.message
+
+
+class ChatState(AuthState):
     chat_id: int = 0
     title: str = ""
     project_chat: bool = False
@@ -49,7 +56,7 @@ class ChatState(NavState):
     @rx.event
     async def open_chat(self):
         core = get_core()
-        user = self._user()
+        user = await self._user()
         raw = self.router.page.params.get("cid", "")
         self.missing = False
         try:
@@ -104,21 +111,17 @@ class ChatState(NavState):
 
     @rx.event
     async def send(self, form: dict):
-        text = str(form.get("text", "")).strip()
-        if not text:
-            self.composer_error = "Type a message first."
-            return None
         core = get_core()
+        text = form.get("text", "")
         try:
-            user = self._user()
+            text = clean_prompt(text, "text", core.settings.prompt_max_bytes)
+            user = await self._user()
             await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
-            storable(text, "text")
-            if len(text.encode()) > core.settings.prompt_max_bytes:
-                raise InvalidInput("text", f"the message is longer than {core.settings.prompt_max_bytes} bytes")
             await asyncio.to_thread(core.prompts.start, self.chat_id, text)
         except ChatcronError as exc:
-            self.composer_error = exc.message
-            return rx.set_value("composer-input", text)  # the form cleared on submit: give the text back
+            self.composer_error = _composer_message(exc)
+            # The form cleared on submit: give the text back.
+            return rx.set_value("composer-input", text) if isinstance(text, str) and text.strip() else None
         self.composer_error = ""
         self.busy = True
         return None
@@ -126,11 +129,12 @@ class ChatState(NavState):
     @rx.event
     async def toggle_schedules_skill(self, enabled: bool):
         core = get_core()
-        chat = await asyncio.to_thread(chats.get_chat, core.db, self._user(), self.chat_id)
+        user = await self._user()
+        chat = await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
         skills = set(chat_skills(chat))
         skills = skills | {SCHEDULED_TASKS} if enabled else skills - {SCHEDULED_TASKS}
         try:
-            await asyncio.to_thread(chats.update_chat, core.db, core.clock, self._user(), self.chat_id,
+            await asyncio.to_thread(chats.update_chat, core.db, core.clock, user, self.chat_id,
                                     None, sorted(skills))
         except ChatcronError as exc:
             self.composer_error = exc.message

@@ -12,6 +12,7 @@ from app.core.errors import ChatcronError
 from app.ui import tasks
 from app.ui.schedule_views import Marker, TaskRow, Tick
 from app.ui.state.chat import ChatState
+from app.ui.state.session import AuthState
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
@@ -27,7 +28,9 @@ def scroll_to_run_js(run_id: str) -> str:
             " {duration: 1800, easing: 'ease-out'}); return true; })()")
 
 
-class ScheduleState(ChatState):
+class ScheduleState(AuthState):
+    chat_id: int = 0  # the open chat's, copied from ChatState when the page loads
+    project_chat: bool = False
     drawer_open: bool = False
     rows: list[TaskRow] = []
     markers: list[Marker] = []
@@ -47,13 +50,15 @@ class ScheduleState(ChatState):
     async def enter_chat(self):
         """Page load: the drawer starts closed; this page's watcher starts (Reflex cancels it with
         the page: on disconnect or navigation) and a new generation ends the previous one."""
+        chat = await self.get_state(ChatState)
+        self.chat_id, self.project_chat = chat.chat_id, chat.project_chat
         self.drawer_open, self.loaded, self.notice, self.rows, self.markers = False, False, "", [], []
         self._watch += 1
         self._expanded = []
         if not self.project_chat:
             self.task_count = 0
             return None
-        user = await asyncio.to_thread(self._user)
+        user = await self._user()
         self.task_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
         return [rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone), ScheduleState.watch]
 
@@ -113,7 +118,7 @@ class ScheduleState(ChatState):
         self.task_count, self.loaded = len(snap.rows), True
 
     async def _reload(self) -> None:
-        user = await asyncio.to_thread(self._user)
+        user = await self._user()
         self._show(await asyncio.to_thread(tasks.snapshot, user, self.chat_id, self.browser_zone,
                                            list(self._expanded)))
 
@@ -130,7 +135,7 @@ class ScheduleState(ChatState):
     async def act(self, action: str, task_id: int):
         """One control of a row; a refusal's message goes to the drawer's callout."""
         try:
-            user = await asyncio.to_thread(self._user)
+            user = await self._user()
             await asyncio.to_thread(tasks.act, user, action, int(task_id))
             self.notice = ""
         except ChatcronError as exc:
@@ -142,10 +147,6 @@ class ScheduleState(ChatState):
             await self._reload()
         except ChatcronError:
             pass  # the notice already says what went wrong
-
-    @rx.event
-    def dismiss_notice(self):
-        self.notice = ""
 
     @rx.event
     def ask_delete(self, task_id: int, name: str):

@@ -1,4 +1,9 @@
-"""Who is logged in: the HttpOnly session cookie, checked server-side on every page load."""
+"""Who is logged in: the HttpOnly session cookie, checked server-side against the database.
+
+``AuthState`` is the one small base of every page state. Its children (nav, chat, schedules,
+schedule form, login) are siblings that reach each other with ``await self.get_state(Other)``,
+so an event of one of them loads only it and this base, never the others' data.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,13 @@ def _cookie_value(header: str, name: str) -> str:
     return morsel.value if morsel else ""
 
 
-class SessionState(rx.State):
+def session_user(token: str) -> User | None:
+    """Blocking: the user of a live session cookie, or None (call through ``asyncio.to_thread``)."""
+    core = get_core()
+    return auth.user_for_session(core.db, core.clock, token)
+
+
+class AuthState(rx.State):
     """The logged-in user; pages that need one call ``require_login`` on load."""
 
     user_email: str = ""
@@ -33,31 +44,28 @@ class SessionState(rx.State):
         """The session cookie of this tab's connection ("" when there is none)."""
         return _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
 
-    def _session_user(self) -> User | None:
-        core = get_core()
-        return auth.user_for_session(core.db, core.clock, self._session_token())
+    async def _session_user(self) -> User | None:
+        return await asyncio.to_thread(session_user, self._session_token())
 
-    def _user(self) -> User:
+    async def _user(self) -> User:
         """The user for this request; raises Unauthorized when the session ended."""
-        user = self._session_user()
+        user = await self._session_user()
         if user is None:
             raise Unauthorized("your session has ended; log in again")
         return user
 
     @rx.event
     async def require_login(self):
-        user = await asyncio.to_thread(self._session_user)
+        user = await self._session_user()
         if user is None:
-            self.user_email = ""
+            self.user_email, self._user_id = "", 0
             return rx.redirect("/login")
-        self.user_email = user.email
-        self._user_id = user.id
+        self.user_email, self._user_id = user.email, user.id
         return None
 
     @rx.event
     async def logout(self):
         """End the session row now; the HTTP round trip then clears the HttpOnly cookie."""
-        token = _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
-        await asyncio.to_thread(auth.end_session, get_core().db, token)
+        await asyncio.to_thread(auth.end_session, get_core().db, self._session_token())
         self.user_email, self._user_id = "", 0
         return rx.call_script("window.location.assign('/auth/logout')")
