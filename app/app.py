@@ -17,7 +17,8 @@ app = rx.App(
                      lambda asgi: behind_proxies(asgi, _settings.trusted_proxies)],
     theme=rx.theme(accent_color="indigo", radius="large"),
     stylesheets=["/chatcron.css"],  # assets/chatcron.css
-    head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml")],
+    head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml"),
+                     rx.el.script(src="/transcript.js", defer=True)],  # assets/transcript.js: pins the transcript
 )
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)

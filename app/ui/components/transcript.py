@@ -46,17 +46,30 @@ def _event(row: dict) -> rx.Component:
     )
 
 
+def _jump_to_latest() -> rx.Component:
+    """Shown by assets/chatcron.css while the user has scrolled up (assets/transcript.js scrolls)."""
+    return rx.box(
+        rx.button(rx.icon("arrow-down", size=14), "Jump to latest", size="2", variant="solid", radius="full",
+                  aria_label="Jump to the latest message", custom_attrs={"data-testid": "jump-to-latest"}),
+        class_name="cc-jump",
+    )
+
+
 def transcript() -> rx.Component:
-    return rx.vstack(
-        rx.foreach(ChatState.messages, _event),
-        rx.cond(
-            ChatState.busy,
-            rx.hstack(rx.spinner(size="2"), rx.text("Agent is working…", size="2", color_scheme="gray"),
-                      custom_attrs={"data-testid": "agent-working"}, align="center"),
+    """The scrolling log; assets/transcript.js keeps it pinned to its newest entry."""
+    return rx.box(
+        rx.vstack(
+            rx.foreach(ChatState.messages, _event),
+            rx.cond(
+                ChatState.busy,
+                rx.hstack(rx.spinner(size="2"), rx.text("Agent is working…", size="2", color_scheme="gray"),
+                          custom_attrs={"data-testid": "agent-working"}, align="center"),
+            ),
+            custom_attrs={"data-testid": "transcript"},
+            class_name="cc-transcript", padding="1em", spacing="3", width="100%",
         ),
-        rx.box(id="transcript-end"),
-        custom_attrs={"data-testid": "transcript"},
-        flex="1", overflow_y="auto", padding="1em", spacing="3", width="100%",
+        _jump_to_latest(),
+        class_name="cc-transcript-wrap",
     )
 
 
