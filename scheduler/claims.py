@@ -9,7 +9,6 @@ occurrence fires at most once whatever happens.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -22,29 +21,12 @@ from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler import decisions as d
-from scheduler.protocols import Directory
+from scheduler.protocols import Directory, Fire
 from scheduler.snapshots import next_after_fn, task_view
 
 log = logging.getLogger("chatcron.scheduler")
 PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)
 
-
-@dataclasses.dataclass(frozen=True)
-class Dispatch:
-    """A claim made: the turn to start."""
-
-    task_id: int
-    task_run_id: int
-    chat_id: int
-    owner: str
-    occurrence_at: dt.datetime
-    trigger: Trigger
-    fire_number: int
-    name: str
-    prompt: str
-    max_runs: int | None
-    fresh_session: bool
-    previous_output: str | None = None  # seeds a fresh session: the last fire's reply
 
 
 def _stored(changes: dict[str, object]) -> dict[str, object]:
@@ -72,14 +54,14 @@ def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
 
 
 def claim(db: Database, now: dt.datetime, task_id: int, instance: str, directory: Directory,
-          limits: d.Limits) -> Dispatch | None:
+          limits: d.Limits) -> Fire | None:
     """Claim one task in one transaction; returns the turn to start, or None."""
-    dispatches = claim_many(db, now, [task_id], instance, directory, limits)
-    return dispatches[0] if dispatches else None
+    firees = claim_many(db, now, [task_id], instance, directory, limits)
+    return firees[0] if firees else None
 
 
 def claim_many(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
-               limits: d.Limits) -> list[Dispatch]:
+               limits: d.Limits) -> list[Fire]:
     """Claim these tasks in one transaction; returns the turns to start.
 
     Each task is decided as if claimed alone, in order, with the facts (busy chats, turns in
@@ -97,7 +79,7 @@ def claim_many(db: Database, now: dt.datetime, task_ids: list[int], instance: st
 
 
 def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
-                 limits: d.Limits) -> list[Dispatch]:
+                 limits: d.Limits) -> list[Fire]:
     with db.write() as s, s.no_autoflush:
         query = select(ScheduledTask).where(ScheduledTask.id.in_(task_ids)).order_by(ScheduledTask.id)
         if not db.sqlite:  # another scheduler's tasks are skipped; claims in one chat are serialized
@@ -126,7 +108,7 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
                 busy.add(task.chat_id)
                 in_flight += 1
         s.flush()  # the new records get their ids
-        return [_dispatch(s, task, decision, row, now) for task, decision, row in claimed]
+        return [_fire(s, task, decision, row, now) for task, decision, row in claimed]
 
 
 def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[tuple[int, dt.datetime], TaskRun]:
@@ -141,7 +123,7 @@ def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[t
 
 def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
              records: dict[tuple[int, dt.datetime], TaskRun]) -> TaskRun | None:
-    """Apply a claim decision; returns the TaskRun to dispatch (its task's changes are applied later)."""
+    """Apply a claim decision; returns the TaskRun to fire (its task's changes are applied later)."""
     if decision.action == d.Action.NOTHING:
         return None
     due = decision.due
@@ -181,12 +163,12 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
                    finished_at=None if status == RunOutcome.RUNNING else now)
 
 
-def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Dispatch:
+def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:
     due = decision.due
     _apply(task, {**decision.changes, "active_run_id": row.id}, now)
     log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
-    return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
+    return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
                     occurrence_at=due.occurrence_at,
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
                     max_runs=task.max_runs, fresh_session=task.session == "fresh",
@@ -200,32 +182,32 @@ def _previous_output(s: Session, task: ScheduledTask) -> str | None:
     return row or None
 
 
-def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Dispatch, int]]) -> None:
+def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Fire, int]]) -> None:
     """The turns started: link each chat run; the min-interval floor counts from this instant.
     Inside the caller's transaction (the one that began the turns)."""
     if not started:
         return
-    s.exec(sa.update(TaskRun), params=[{"id": dispatch.task_run_id, "run_id": run_id, "started_at": now}
-                                       for dispatch, run_id in started])
-    s.exec(sa.update(ScheduledTask), params=[{"id": dispatch.task_id, "last_fire_started_at": now}
-                                             for dispatch, _ in started])
+    s.exec(sa.update(TaskRun), params=[{"id": fire.task_run_id, "run_id": run_id, "started_at": now}
+                                       for fire, run_id in started])
+    s.exec(sa.update(ScheduledTask), params=[{"id": fire.task_id, "last_fire_started_at": now}
+                                             for fire, _ in started])
 
 
-def release_busy(db: Database, now: dt.datetime, dispatch: Dispatch, limits: d.Limits) -> None:
+def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -> None:
     """The turn could not start because the chat was busy: re-queue (queue_one) or fail (skip)."""
     with db.write() as s:
-        task = s.get(ScheduledTask, dispatch.task_id)
-        row = s.get(TaskRun, dispatch.task_run_id)
+        task = s.get(ScheduledTask, fire.task_id)
+        row = s.get(TaskRun, fire.task_run_id)
         if task is None or row is None or task.active_run_id != row.id:
             return
-        due = d.Due(dispatch.occurrence_at, dispatch.trigger)
+        due = d.Due(fire.occurrence_at, fire.trigger)
         outcome, changes = d.decide_busy(task_view(task), due, now, limits)
         row.status = outcome.value
         row.error = "the chat was busy with another turn"
         row.finished_at = now if outcome == RunOutcome.FAILED else None
         _apply(task, changes, now)
         s.add_all([task, row])
-    log.info("action=fire_met_busy_chat task_id=%s outcome=%s", dispatch.task_id, outcome.value)
+    log.info("action=fire_met_busy_chat task_id=%s outcome=%s", fire.task_id, outcome.value)
 
 
 def finish(db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, output: str, error: str | None,

@@ -54,17 +54,17 @@ class CompleteIn(BaseModel):
 @router.get("/whoami")
 def whoami(grant: GrantDep) -> dict[str, Any]:
     return {"scope": grant.scope.value, "owner": grant.owner.email, "chat_id": grant.chat_id,
-            "project_id": grant.project_id, "task_id": grant.task_id, "run_id": grant.run_id,
+            "project_id": grant.project_id, "task_id": grant.task_id, "run_id": grant.task_run_id,
             "expires_at": rfc3339(grant.expires_at)}
 
 
 @router.post("/schedules/current/complete")
 def complete_current(body: CompleteIn, grant: GrantDep, tasks: TasksDep) -> dict[str, Any]:
     grant.require(Scope.COMPLETE_SELF)
-    if grant.task_id is None or grant.run_id is None:
+    if grant.task_id is None or grant.task_run_id is None:
         raise Forbidden("this token does not belong to a scheduled fire")
     reason = body.reason if isinstance(body.reason, str) else None
-    return task_json(tasks.complete(grant.task_id, grant.run_id, reason))
+    return task_json(tasks.complete(grant.task_id, grant.task_run_id, reason))
 
 
 @router.get("/schedules")

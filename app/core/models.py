@@ -57,8 +57,10 @@ class EventType(enum.StrEnum):
     PROMPT = "prompt"
     SCHEDULED_PROMPT = "scheduled_prompt"
     ASSISTANT_TEXT = "assistant_text"
-    TOOL = "tool"
-    STATUS = "status"
+    THOUGHT = "thought"  # the agent's reasoning, streamed like assistant_text (SPEC §11)
+    TOOL = "tool"  # JSON {id, title, kind, status, output, ...}; a later event of the same id replaces it
+    PLAN = "plan"  # JSON {"entries": [{content, status, priority}]}; the latest of a run is the plan
+    STATUS = "status"  # a note of the product's in the transcript (e.g. a session that could not continue)
     ERROR = "error"
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
@@ -122,6 +124,7 @@ class Run(SQLModel, table=True):
     prompt: str = ""
     output: str = ""
     error: str | None = None
+    usage: str | None = None  # JSON {input_tokens, output_tokens, cached_tokens, cost_usd} as the agent reported
     task_id: int | None = Field(default=None, index=True)
     task_run_id: int | None = None
     instance: str = ""  # process that executes it (host:pid:nonce), for logs
@@ -185,7 +188,7 @@ class Grant(SQLModel, table=True):
     chat_id: int = Field(foreign_key="chats.id", index=True)
     project_id: int = Field(foreign_key="projects.id")
     task_id: int | None = None
-    run_id: int | None = None
+    task_run_id: int | None = None  # the fire's claim (a TaskRun id)
     created_at: dt.datetime = _instant()
     expires_at: dt.datetime = _instant()
     revoked_at: dt.datetime | None = _instant(nullable=True)

@@ -26,7 +26,6 @@ from app.core.grants import Scope, issue_grant_in, revoke_grant_in
 from app.core.models import Chat, Project, Run, RunSource, RunStatus
 from app.core.providers.base import Provider, ProviderError, TurnRequest
 from app.core.runs import (
-    RunStart,
     abandon_stale_runs,
     append_output,
     begin_runs,
@@ -60,7 +59,7 @@ class PromptService:
         self._workers = Workers("turn")  # a turn's thread, reused across turns
 
     def start(self, chat_id: int, text: str, *, source: RunSource = RunSource.USER,
-              task_id: int | None = None, run_id: int | None = None, owner_id: int | None = None,
+              task_id: int | None = None, task_run_id: int | None = None, owner_id: int | None = None,
               shown_prompt: str | None = None, fresh_session: bool = False,
               on_finish: Callable[[RunResult], None] | None = None) -> RunHandle:
         """Start one turn (see :class:`TurnSpec`); raises PromptAlreadyRunning when the chat has a live
@@ -70,7 +69,7 @@ class PromptService:
         SKILL.md) are given only to project chats with the ``scheduled-tasks`` skill (scope
         ``manage``) and to scheduled fires (scope ``complete-self``, skill text appended).
         """
-        spec = TurnSpec(chat_id, text, source, task_id, run_id, owner_id, shown_prompt, fresh_session, on_finish)
+        spec = TurnSpec(chat_id, text, source, task_id, task_run_id, owner_id, shown_prompt, fresh_session, on_finish)
         result = self.start_many([spec])[0]
         if isinstance(result, Exception):
             raise result
@@ -154,9 +153,8 @@ class PromptService:
                started: Started | None) -> list[tuple[Run | None, tuple[str, int] | None]]:
         """One transaction: every chat's run lock, prompt events, grants, and the caller's ``started``."""
         now = self.clock.now()
-        starts = [RunStart(x.chat_id, x.text, x.source, x.shown_prompt, x.task_id, x.run_id) for x in specs]
         with self.db.write() as s:
-            runs = begin_runs(s, now, starts, lease_seconds=self.settings.run_lease_seconds, instance=self.instance)
+            runs = begin_runs(s, now, specs, lease_seconds=self.settings.run_lease_seconds, instance=self.instance)
             grants = []
             for spec, run in zip(specs, runs, strict=True):
                 chat = chats[spec.chat_id]
@@ -167,7 +165,7 @@ class PromptService:
                 scope = Scope.COMPLETE_SELF if spec.source == RunSource.SCHEDULE else Scope.MANAGE
                 grants.append(issue_grant_in(s, now, self.settings.grant_ttl_seconds, scope,
                                              spec.owner_id or chat.owner_id, chat.id, chat.project_id, spec.task_id,
-                                             spec.run_id))
+                                             spec.task_run_id))
             s.flush()
             begun = [(spec, run) for spec, run in zip(specs, runs, strict=True) if run is not None]
             if started is not None and begun:

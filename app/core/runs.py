@@ -6,18 +6,17 @@ whose heartbeat is older than the lease is dead and gets abandoned by whoever lo
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.core.clock import Clock
 from app.core.db import Database
-from app.core.errors import NotFound, PromptAlreadyRunning
+from app.core.errors import NotFound
 from app.core.models import Event, EventType, Run, RunSource, RunStatus
+from app.core.turns import TurnSpec
 
 ABANDONED_REASON = "the process running this turn stopped before the turn finished"
 MAX_PAGE = 1000
@@ -43,19 +42,7 @@ def _event_row(chat_id: int, run_id: int | None, kind: EventType, text: str, now
     return {"chat_id": chat_id, "run_id": run_id, "type": kind.value, "text": text, "created_at": now}
 
 
-@dataclasses.dataclass(frozen=True)
-class RunStart:
-    """One turn to begin: ``shown_prompt`` is what the transcript shows (default ``prompt``)."""
-
-    chat_id: int
-    prompt: str
-    source: RunSource = RunSource.USER
-    shown_prompt: str | None = None
-    task_id: int | None = None
-    task_run_id: int | None = None
-
-
-def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_seconds: int,
+def begin_runs(s: Session, now: dt.datetime, starts: list[TurnSpec], *, lease_seconds: int,
                instance: str) -> list[Run | None]:
     """Inside a write transaction: take each chat's run lock and log its prompt and ``run_started``.
 
@@ -73,7 +60,7 @@ def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_se
             continue
         busy.add(start.chat_id)
         runs.append(Run(chat_id=start.chat_id, source=start.source.value, status=RunStatus.RUNNING.value,
-                        prompt=start.prompt, instance=instance, task_id=start.task_id,
+                        prompt=start.text, instance=instance, task_id=start.task_id,
                         task_run_id=start.task_run_id, started_at=now, heartbeat_at=now))
     s.add_all([run for run in runs if run is not None])
     s.flush()
@@ -82,27 +69,13 @@ def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_se
         if run is None:
             continue
         kind = EventType.SCHEDULED_PROMPT if start.source == RunSource.SCHEDULE else EventType.PROMPT
-        shown = start.shown_prompt if start.shown_prompt is not None else start.prompt
+        shown = start.shown_prompt if start.shown_prompt is not None else start.text
         events.append(_event_row(run.chat_id, run.id, kind, shown, now))
         events.append(_event_row(run.chat_id, run.id, EventType.RUN_STARTED, start.source.value, now))
     if events:
         s.connection().execute(_INSERT_EVENTS, events)
     return runs
 
-
-def begin_run(db: Database, clock: Clock, chat_id: int, prompt: str, *, source: RunSource,
-              lease_seconds: int, instance: str, shown_prompt: str | None = None,
-              task_id: int | None = None, task_run_id: int | None = None) -> Run:
-    """Take the chat's run lock and log the prompt; raises PromptAlreadyRunning if a live run holds it."""
-    start = RunStart(chat_id, prompt, source, shown_prompt, task_id, task_run_id)
-    try:
-        with db.write() as s:
-            run = begin_runs(s, clock.now(), [start], lease_seconds=lease_seconds, instance=instance)[0]
-            if run is None:
-                raise PromptAlreadyRunning()
-            return run
-    except IntegrityError:
-        raise PromptAlreadyRunning() from None
 
 
 def append_output_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, text: str) -> bool:
@@ -141,11 +114,6 @@ def run_outcome_in(s: Session, run_id: int) -> tuple[str, str, str | None] | Non
     row = s.connection().execute(_OUTCOME, {"b_run": run_id}).first()
     return (row[0], row[1], row[2]) if row else None
 
-
-def finish_run(db: Database, clock: Clock, run: Run, status: RunStatus, error: str | None = None) -> bool:
-    """Release the lock with a final status; False if someone already ended the run (e.g. abandoned it)."""
-    with db.write() as s:
-        return finish_run_in(s, clock.now(), run.id, run.chat_id, status, error)
 
 
 def renew_heartbeats(db: Database, clock: Clock, run_ids: Iterable[int]) -> set[int]:

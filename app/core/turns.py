@@ -33,7 +33,7 @@ class RunResult:
 
 @dataclasses.dataclass
 class TurnSpec:
-    """A turn to start. ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
+    """A turn to start. ``task_run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
     is what the transcript shows when it differs from what the agent receives; ``owner_id`` is the
     user the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
     session. When the turn ends, ``record_finish(session, result)`` runs inside the transaction
@@ -45,7 +45,7 @@ class TurnSpec:
     text: str
     source: RunSource = RunSource.USER
     task_id: int | None = None
-    run_id: int | None = None
+    task_run_id: int | None = None
     owner_id: int | None = None
     shown_prompt: str | None = None
     fresh_session: bool = False

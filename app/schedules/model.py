@@ -114,6 +114,7 @@ class TaskRun(SQLModel, table=True):
     fire_number: int = 0
     attempts: int = 1
     run_id: int | None = None  # the chat Run of the turn
+    provider_session_id: str | None = None  # a `session: fresh` fire's own agent session (SPEC §11)
     instance: str | None = Field(default=None, index=True)  # scheduler instance holding the claim
     claimed_at: dt.datetime = _instant(nullable=False)
     started_at: dt.datetime | None = _instant()

@@ -17,6 +17,7 @@ from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import ApiToken, RunSource, RunStatus, User
 from app.core.providers.demo import reply_for
+from tests import store
 from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, row_counts, table_contents
 
@@ -54,9 +55,9 @@ def build_world(core: Core, client: TestClient) -> World:
     bob_project = projects.create_project(db, clock, core.settings.workspaces_dir, "Bob's", bob)
     chat = chats.create_chat(db, clock, alice, project.id, "Plans")
     loose = chats.create_chat(db, clock, alice, None, "Loose")
-    run = runs.begin_run(db, clock, chat.id, "earlier", source=RunSource.USER, lease_seconds=5, instance="test")
+    run = store.begin_run(db, clock, chat.id, "earlier", source=RunSource.USER, lease_seconds=5, instance="test")
     runs.append_output(db, clock, run, "done")
-    runs.finish_run(db, clock, run, RunStatus.SUCCEEDED)
+    store.finish_run(db, clock, run, RunStatus.SUCCEEDED)
     tokens = {who: auth.create_api_token(db, clock, u.id) for who, u in
               (("alice", alice), ("bob", bob), ("admin", admin), ("revoked", alice))}
     with db.write() as s:

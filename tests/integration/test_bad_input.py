@@ -21,10 +21,11 @@ from app.core import auth, chats, projects
 from app.core.clock import FakeClock
 from app.core.config import Settings
 from app.core.context import Core
-from app.core.grants import Scope, issue_grant
+from app.core.grants import Scope
 from app.schedules.service import Actor, TaskService
 from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents
+from tests.store import issue_grant
 
 LIMIT = 65536  # CHATCRON_REQUEST_MAX_BYTES default
 BIG_LIMIT = 2_000_000  # a deployment that raised the limit: the parser must still cope
