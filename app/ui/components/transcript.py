@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.core.config import load_settings
 from app.ui.state.chat import ChatState
 
 
@@ -84,6 +85,7 @@ def composer() -> rx.Component:
             rx.hstack(
                 rx.text_area(name="text", id="composer-input", placeholder="Message the agent… (Enter sends)",
                              enter_key_submit=True, rows="2", width="100%", aria_label="Message",
+                             max_length=load_settings().prompt_max_bytes,  # a byte cap is at least this
                              custom_attrs={"data-testid": "composer-input"}),
                 rx.button(rx.icon("send", size=16), "Send", type="submit",
                           custom_attrs={"data-testid": "composer-send"}),

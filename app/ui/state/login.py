@@ -9,25 +9,32 @@ import reflex as rx
 from app.core import auth
 from app.core.context import get_core
 from app.core.errors import InvalidCredentials
-from app.ui.state.session import AuthState
+from app.ui import checks
+from app.ui.state.session import AuthState, public
 
 WRONG = "Wrong email or password."
 EXPIRED = "That login link expired; log in again."
+MAX_EMAIL = 320  # RFC 5321's longest address
+MAX_PASSWORD = 1024
 
 
 class LoginState(AuthState):
     error: str = ""
 
     @rx.event
+    @public
     def read_error(self):
         self.error = EXPIRED if self.router.url.query_parameters.get("error") else ""
 
     @rx.event
+    @public
     async def submit(self, form: dict):
         core = get_core()
+        email = checks.text(form.get("email", ""), "email", MAX_EMAIL)
+        password = checks.text(form.get("password", ""), "password", MAX_PASSWORD)
         try:
             user = await asyncio.to_thread(
-                auth.authenticate, core.db, str(form.get("email", "")), str(form.get("password", "")),
+                auth.authenticate, core.db, email, password,
                 address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
         except auth.TooManyAttempts as exc:
             self.error = exc.message

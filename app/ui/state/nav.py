@@ -54,6 +54,6 @@ class NavState(AuthState):
     async def new_chat(self, project_id: int):
         core = get_core()
         user = await self._user()
-        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, int(project_id), "New chat")
+        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, project_id, "New chat")
         self.tree = await asyncio.to_thread(load_tree, user)
         return rx.redirect(f"/chat/{chat.id}")

@@ -7,6 +7,7 @@ import dataclasses
 
 import reflex as rx
 
+from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput
 from app.ui import schedule_form, tasks
 from app.ui.schedule_form import INPUTS, FormFields
@@ -70,7 +71,7 @@ class ScheduleFormState(AuthState):
         drawer = await self._from_drawer()
         try:
             user = await self._user()
-            task = await asyncio.to_thread(tasks.load_task, user, int(task_id))
+            task = await asyncio.to_thread(tasks.load_task, user, task_id)
         except ChatcronError as exc:
             drawer.notice = exc.message
             return
@@ -87,9 +88,8 @@ class ScheduleFormState(AuthState):
     @rx.event
     async def set_field(self, field: str, value: str):
         """Every keystroke lands here (debounced by the input) and re-runs the preview."""
-        if field not in {f.name for f in dataclasses.fields(FormFields)}:
-            return
-        setattr(self, field, value if isinstance(value, str) else str(value))
+        field, value = schedule_form.typed(field, value, get_core().settings.prompt_max_bytes)
+        setattr(self, field, value)
         if field not in self._touched:
             self._touched = [*self._touched, field]
         await self._check()
