@@ -156,7 +156,7 @@ def test_admin_workflow(cli: Cli, store: Database) -> None:
 
     plain = ok(token)
     assert plain.startswith(auth.TOKEN_PREFIX) and len(plain.splitlines()) == 1
-    assert auth.user_for_token(store, plain).id == alice.id
+    assert auth.user_for_token(store, SystemClock(), plain).id == alice.id
 
     assert ok(seeded) == "demo seeded; log in as demo@example.com / demo-password"
     with store.read() as s:
