@@ -12,9 +12,9 @@ import datetime as dt
 import enum
 from collections.abc import Callable
 
+from app.core.envelope import has_marker
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 
-MARKERS = ("SCHEDULE_STATUS=COMPLETE", "TASK_COMPLETE")
 FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
 
 
@@ -217,11 +217,6 @@ def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> t
     return RunOutcome.FAILED, base
 
 
-def has_marker(output: str) -> bool:
-    """True when the last non-empty line of the assistant text is a completion marker."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return bool(lines) and lines[-1] in MARKERS
-
 
 def backoff_seconds(failures: int, base: int, cap: int) -> int:
     """min(base · 2^(k-1), cap) for k ≥ 1 consecutive failures."""
@@ -292,15 +287,3 @@ def decide_abandoned(task: TaskView, trigger: Trigger) -> dict[str, object]:
     return changes
 
 
-def envelope(name: str, prompt: str, fire_number: int, max_runs: int | None) -> str:
-    """The exact text a fire sends to the agent (SPEC §3 "Fire")."""
-    bound = "∞" if max_runs is None else str(max_runs)
-    return (
-        f'[scheduled task "{name}", fire {fire_number}/{bound}]\n\n'
-        f"{prompt}\n\n"
-        "Continue the standing task from earlier in this chat. If the standing goal\n"
-        "is complete, end your response with exactly:\n"
-        "SCHEDULE_STATUS=COMPLETE\n\n"
-        "Otherwise, report the current status and what remains. The backend will\n"
-        "manage this schedule."
-    )

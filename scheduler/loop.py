@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
+from app.core import envelope
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.wake import Waker
@@ -151,7 +152,7 @@ class Loop:
         """Start the claimed turns together; each turn's start is recorded in the transaction that
         begins it, its end in the transaction that records the end (see the hooks below)."""
         requests = [FireRequest(task_id=x.task_id, task_run_id=x.task_run_id, chat_id=x.chat_id, owner=x.owner,
-                                text=d.envelope(x.name, x.prompt, x.fire_number, x.max_runs),
+                                text=envelope.build(x.name, x.prompt, x.fire_number, x.max_runs),
                                 fresh_session=x.fresh_session, previous_output=x.previous_output)
                     for x in dispatches]
         for x in dispatches:  # before the start: a fast turn may finish first

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from app.core import envelope
 from app.core.models import Event, EventType
 
 HIDDEN = {EventType.RUN_STARTED.value, EventType.RUN_FINISHED.value}
-# The first line of a fire's envelope (scheduler.decisions.envelope) and the stored prompt after it.
-_ENVELOPE = re.compile(
-    r'\A\[scheduled task "(?P<name>.*)", fire (?P<fire>[^\]\s]+)\]\n\n'
-    r"(?P<body>.*?)(?:\n\nContinue the standing task|\Z)",
-    re.S,
-)
 
 
 def envelope_parts(text: str) -> tuple[str, str, str]:
     """(task name, "3/12", stored prompt) of a scheduled prompt; ("", "", text) if it is not an envelope."""
-    match = _ENVELOPE.match(text)
-    if match is None:
+    fire = envelope.parse(text)
+    if fire is None:
         return "", "", text
-    return match["name"], match["fire"], match["body"].strip()
+    return fire.name, fire.fire_label, fire.prompt.strip()
 
 
 def _row(event: Event, run: str) -> dict[str, str]:

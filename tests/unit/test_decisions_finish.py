@@ -11,6 +11,9 @@ import datetime as dt
 
 import pytest
 
+from app.core.envelope import Envelope, has_marker
+from app.core.envelope import build as envelope
+from app.core.envelope import parse as parse_envelope
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler.decisions import (
     Action,
@@ -21,8 +24,6 @@ from scheduler.decisions import (
     decide_abandoned,
     decide_claim,
     decide_finish,
-    envelope,
-    has_marker,
 )
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -310,3 +311,19 @@ def test_envelope_of_unbounded_task_shows_infinity() -> None:
     assert text.splitlines()[0] == '[scheduled task "Watch the deploy", fire 1/∞]'
     assert text.splitlines()[2] == "Check the deploy."
     assert text.endswith(SPEC_ENVELOPE.split("Label them and list the urgent ones.\n", 1)[1])
+
+
+@pytest.mark.parametrize("name, prompt, number, bound", [
+    ("Nightly triage", "Triage new issues.\nLabel them.", 3, 12),
+    ('say "hi" ] now', "x\n\nwith a blank line", 1, None),
+    ("t", "Continue the standing task from earlier in this chat.", 7, 7),
+], ids=["bounded", "quotes-and-blank-lines", "prompt-quoting-the-tail"])
+def test_an_envelope_parses_back_to_what_built_it(name: str, prompt: str, number: int, bound: int | None) -> None:
+    parsed = parse_envelope(envelope(name, prompt, number, bound))
+    assert parsed == Envelope(name, number, bound, prompt)
+    assert parsed.text() == envelope(name, prompt, number, bound)
+
+
+@pytest.mark.parametrize("text", ["a plain prompt", '[scheduled task "x", fire 1/2]\n\nno tail', ""])
+def test_other_prompts_are_not_envelopes(text: str) -> None:
+    assert parse_envelope(text) is None

@@ -9,12 +9,12 @@ import re
 
 import pytest
 
+from app.core.envelope import build as envelope
 from app.core.errors import InvalidInput
 from app.schedules.model import ScheduledTask, TaskRun, TaskStatus
 from app.ui import schedule_form, schedule_views
 from app.ui.schedule_form import FormFields
 from app.ui.transcript import envelope_parts
-from scheduler.decisions import envelope
 
 NOW = dt.datetime(2026, 3, 27, 12, 0, tzinfo=dt.UTC)  # a Friday; Paris moves to summer time on Sunday 29th
 

@@ -16,9 +16,10 @@ import subprocess
 import sys
 import threading
 
+from app.core import envelope
+from app.core.envelope import MARKER
 from app.core.providers.base import Emit, ProviderError, TurnRequest
 
-MARKER = "SCHEDULE_STATUS=COMPLETE"
 SKILL_SEPARATOR = "\n\n---\n"
 MAX_SLEEP = 3600.0
 _SLEEP = re.compile(r"^/sleep\s+(\d+(?:\.\d+)?)\s*$")
@@ -36,16 +37,14 @@ def directives(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("/")]
 
 
-_ENVELOPE = re.compile(
-    r'^\[scheduled task "(?P<name>.*)", fire (?P<fire>\S+)\]\n\n(?P<body>.*?)\n\nContinue the standing task', re.S)
 
 
 def reply_for(text: str) -> str:
     """The demo's reply text for a prompt (without directives' side effects)."""
-    fire = _ENVELOPE.match(text)
+    fire = envelope.parse(text)
     if fire:
-        said = reply_for(fire.group("body")).removeprefix("Demo agent here. ")
-        return f'Demo agent here. Scheduled task "{fire.group("name")}", fire {fire.group("fire")}. {said}'
+        said = reply_for(fire.prompt).removeprefix("Demo agent here. ")
+        return f'Demo agent here. Scheduled task "{fire.name}", fire {fire.fire_label}. {said}'
     plain = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("/"))
     words = plain.split()
     summary = " ".join(words[:40]) + (" …" if len(words) > 40 else "")
