@@ -2,6 +2,9 @@
 
 import reflex as rx
 
+from app.core.config import load_settings
+from app.core.origins import allowed_origins
+
 config = rx.Config(
     app_name="app",
     telemetry_enabled=False,
@@ -9,3 +12,6 @@ config = rx.Config(
     plugins=[rx.plugins.RadixThemesPlugin()],
     disable_plugins=[rx.plugins.SitemapPlugin],
 )
+# Only these origins get CORS headers and a socket.io connection (SPEC §17); app/app.py refuses
+# the others outright. deploy_url is final here: Reflex has applied REFLEX_* and --frontend-port.
+config.cors_allowed_origins = allowed_origins(load_settings().allowed_origins, config.deploy_url)

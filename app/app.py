@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import reflex as rx
 
-from app.api import behind_proxies, create_api
+from app.api import behind_proxies, create_api, only_from
 from app.core.config import load_settings
 from app.core.context import get_core
+from app.core.origins import allowed_origins
 from app.ui.pages import chat, index, login
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
+# The same list rxconfig.py gives Reflex's CORS middleware and socket.io server.
+_origins = allowed_origins(_settings.allowed_origins, rx.config.get_config().deploy_url)
 
 app = rx.App(
     api_transformer=[create_api(get_core, _settings.request_max_bytes),
-                     lambda asgi: behind_proxies(asgi, _settings.trusted_proxies)],
+                     lambda asgi: behind_proxies(asgi, _settings.trusted_proxies),
+                     lambda asgi: only_from(asgi, _origins)],
     theme=rx.theme(accent_color="indigo", radius="large"),
 )
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=login.LoginState.read_error)
