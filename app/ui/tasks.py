@@ -12,9 +12,8 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-from app.core import auth
 from app.core.context import get_core
-from app.core.errors import InvalidInput, Unauthorized
+from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
 from app.schedules import preview as previews
@@ -39,15 +38,6 @@ def task_service() -> TaskService:
             core = get_core()
             _service = TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db))
         return _service
-
-
-def session_user(token: str) -> User:
-    """The user of a session cookie; Unauthorized once the session ended (checked on every poll)."""
-    core = get_core()
-    user = auth.user_for_session(core.db, core.clock, token)
-    if user is None:
-        raise Unauthorized("your session has ended; log in again")
-    return user
 
 
 @dataclasses.dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.core.config import load_settings
 from app.ui.state.chat import ChatState
 
 
@@ -46,17 +47,30 @@ def _event(row: dict) -> rx.Component:
     )
 
 
+def _jump_to_latest() -> rx.Component:
+    """Shown by assets/chatcron.css while the user has scrolled up (assets/transcript.js scrolls)."""
+    return rx.box(
+        rx.button(rx.icon("arrow-down", size=14), "Jump to latest", size="2", variant="solid", radius="full",
+                  aria_label="Jump to the latest message", custom_attrs={"data-testid": "jump-to-latest"}),
+        class_name="cc-jump",
+    )
+
+
 def transcript() -> rx.Component:
-    return rx.vstack(
-        rx.foreach(ChatState.messages, _event),
-        rx.cond(
-            ChatState.busy,
-            rx.hstack(rx.spinner(size="2"), rx.text("Agent is working…", size="2", color_scheme="gray"),
-                      custom_attrs={"data-testid": "agent-working"}, align="center"),
+    """The scrolling log; assets/transcript.js keeps it pinned to its newest entry."""
+    return rx.box(
+        rx.vstack(
+            rx.foreach(ChatState.messages, _event),
+            rx.cond(
+                ChatState.busy,
+                rx.hstack(rx.spinner(size="2"), rx.text("Agent is working…", size="2", color_scheme="gray"),
+                          custom_attrs={"data-testid": "agent-working"}, align="center"),
+            ),
+            custom_attrs={"data-testid": "transcript"},
+            class_name="cc-transcript", padding="1em", spacing="3", width="100%",
         ),
-        rx.box(id="transcript-end"),
-        custom_attrs={"data-testid": "transcript"},
-        flex="1", overflow_y="auto", padding="1em", spacing="3", width="100%",
+        _jump_to_latest(),
+        class_name="cc-transcript-wrap",
     )
 
 
@@ -71,6 +85,7 @@ def composer() -> rx.Component:
             rx.hstack(
                 rx.text_area(name="text", id="composer-input", placeholder="Message the agent… (Enter sends)",
                              enter_key_submit=True, rows="2", width="100%", aria_label="Message",
+                             max_length=load_settings().prompt_max_bytes,  # a byte cap is at least this
                              custom_attrs={"data-testid": "composer-input"}),
                 rx.button(rx.icon("send", size=16), "Send", type="submit",
                           custom_attrs={"data-testid": "composer-send"}),
