@@ -24,38 +24,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import dataclasses
 import os
 import queue
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.core.agents.base import Preset
 from app.core.config import Settings
 from app.core.models import EventType
 from app.core.providers.acp_agent import _launch
-from app.core.providers.acp_client import ALLOW, DENY, TurnSink
+from app.core.providers.acp_client import TurnSink
 from app.core.providers.acp_pool import AgentPool
+from app.core.providers.acp_settings import AcpConfig
 from app.core.providers.acp_turn import TurnControl, TurnPlan, run_turn
 from app.core.providers.base import Emit, ProviderError, TurnRequest, TurnStream, stream_of
 from app.core.workspace import agent_home, agent_token_file, loose_agent_dirs
-
-POLICIES = (ALLOW, DENY)
-ASK_LATER = ("acp setting tool_policy: 'ask' is not available yet (it comes with approvals); "
-             "use 'allow' or 'deny'")
-
-
-@dataclasses.dataclass(frozen=True)
-class AcpConfig:
-    argv: tuple[str, ...]
-    env: Mapping[str, str]  # the project's env.* settings
-    policy: str = ALLOW
-    model: str | None = None
-    history_budget: int = 24_000
-    preset: Preset | None = None
-    install_dir: Path | None = None
-    options: Mapping[str, str] = dataclasses.field(default_factory=dict)  # all string settings (prepare_home)
 
 
 class AcpProvider:

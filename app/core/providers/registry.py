@@ -26,8 +26,7 @@ from app.core.config import Settings
 from app.core.errors import InvalidInput
 from app.core.models import Project
 from app.core.providers import openai
-from app.core.providers.acp import ASK_LATER, POLICIES, AcpConfig, AcpProvider
-from app.core.providers.acp_pool import AgentPool
+from app.core.providers.acp_settings import ASK_LATER, POLICIES, AcpConfig
 from app.core.providers.base import Provider, ProviderError
 from app.core.providers.command import NO_COMMAND, CommandProvider, base_environment, split_command
 from app.core.providers.demo import DemoProvider
@@ -154,9 +153,17 @@ class ProviderFactory:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.base_env = base_environment()  # taken once, like the settings
-        self.agents = AgentPool(max_processes=settings.max_agent_processes,
-                                idle_seconds=settings.agent_idle_seconds,
-                                cancel_grace_seconds=settings.agent_cancel_grace_seconds)
+        self._agents = None  # the AgentPool, made (and the ACP SDK imported) by the first acp turn
+
+    @property
+    def agents(self):  # noqa: ANN201 - an AgentPool (imported late: the SDK is heavy to load)
+        if self._agents is None:
+            from app.core.providers.acp_pool import AgentPool
+
+            self._agents = AgentPool(max_processes=self.settings.max_agent_processes,
+                                     idle_seconds=self.settings.agent_idle_seconds,
+                                     cancel_grace_seconds=self.settings.agent_cancel_grace_seconds)
+        return self._agents
 
     def __call__(self, project: Project | None) -> Provider:
         settings = self.settings
@@ -168,11 +175,15 @@ class ProviderFactory:
         if name == "openai":
             return _openai(settings, project_settings(project))
         if name == "acp":
-            return AcpProvider(acp_config(settings, project_settings(project)), self.agents, settings, self.base_env)
+            config = acp_config(settings, project_settings(project))
+            from app.core.providers.acp import AcpProvider  # the ACP SDK, loaded by the first acp turn
+
+            return AcpProvider(config, self.agents, settings, self.base_env)
         raise ProviderError(f"unknown provider {name!r}")
 
     def close(self) -> None:
-        self.agents.close()
+        if self._agents is not None:
+            self._agents.close()
 
 
 def make_provider_factory(settings: Settings) -> ProviderFactory:
