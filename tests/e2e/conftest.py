@@ -47,6 +47,9 @@ class Server:
     def __init__(self, url: str, env: dict[str, str]) -> None:
         self.url = url
         self.env = env
+        self.pid = 0  # the `reflex run` process (its workers are its descendants)
+        self.log = Path()
+        self.started = 0.0  # time.time() when it was started
 
     def manage(self, *args: str) -> str:
         out = subprocess.run([sys.executable, "-m", "app.manage", *args], env=self.env, cwd=ROOT,
@@ -68,12 +71,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with (data / "scheduler.log").open("w") as out:
         scheduler = subprocess.Popen([sys.executable, "-m", "scheduler"], cwd=ROOT, env=env, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+    server.log, server.started = log, time.time()
     with log.open("w") as out:
         proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "reflex"), "run", "--env", "prod", "--frontend-port", str(port),
              "--backend-port", str(port), "--backend-host", "127.0.0.1"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
+    server.pid = proc.pid
     try:
         _wait_healthy(server.url, proc, log)
         yield server
