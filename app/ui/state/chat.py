@@ -14,6 +14,7 @@ from app.core.text import storable
 from app.ui.feed import feed_for
 from app.ui.state.nav import NavState
 from app.ui.transcript import merge_events, open_runs
+from app.ui.usage import for_events as run_usage
 
 POLL_SECONDS = 0.25
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
@@ -88,12 +89,13 @@ class ChatState(NavState):
                 if not events:
                     feed = feed_for(chat_id, cursor, _fetch)
             quiet = 0 if events else quiet + 1
+            usage = await run_usage(get_core().db, events or ())
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
                 if self._generation != generation:
                     return
                 if events:
-                    self.messages = merge_events(self.messages, events)
+                    self.messages = merge_events(self.messages, events, usage)
                     self._cursor = events[-1].id
                     self._open_runs = open_runs(self._open_runs, events)
                     self.busy = bool(self._open_runs)
