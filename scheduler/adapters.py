@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, select
 
-from app.core.db import Database
+from app.core.db import STORE_FAILURES, Database
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
@@ -87,7 +86,7 @@ class CoreDirectory:
                     verdicts[(chat_id, project_id, owner)] = _verdict(chats.get(chat_id), project_id, owner, user,
                                                                      access.get((owner, project_id), False))
                 return verdicts
-        except SQLAlchemyError as exc:
+        except STORE_FAILURES as exc:
             return {key: (Auth.TRANSIENT, f"could not check access: {type(exc).__name__}") for key in keys}
 
 
