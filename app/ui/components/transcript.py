@@ -174,7 +174,7 @@ def transcript() -> rx.Component:
         ),
         rx.box(id="transcript-end"),
         custom_attrs={"data-testid": "transcript"},
-        flex="1", overflow_y="auto", overflow_x="hidden", padding="1em", spacing="3", width="100%", min_width="0",
+        flex="1", overflow_y="auto", padding="1em", spacing="3", width="100%",
     )
 
 
