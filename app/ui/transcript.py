@@ -65,7 +65,7 @@ def tool_fields(text: str) -> dict[str, str]:
     """The card of a ``tool`` event; unreadable JSON gives a card that shows the raw text instead."""
     try:
         call = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python parses
         call = None
     if not isinstance(call, dict):
         return {"key": "", "title": "Tool call (unreadable update)", "kind": "other", "status": "unknown",
@@ -90,7 +90,7 @@ def plan_fields(text: str) -> dict[str, str]:
     the raw text under a plain title when it is not a plan."""
     try:
         plan = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         plan = None
     entries = plan.get("entries") if isinstance(plan, dict) else None
     if not isinstance(entries, list):

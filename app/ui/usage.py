@@ -35,7 +35,7 @@ def usage_line(raw: str | None) -> str:
     """The line for a ``runs.usage`` value; "" when absent, unreadable or empty."""
     try:
         usage = json.loads(raw) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     if not isinstance(usage, dict):
         return ""

@@ -93,6 +93,7 @@ def test_the_decision_says_what_and_by_whom(decision: object, shown: str) -> Non
 
 
 @pytest.mark.parametrize("text", ["ls", "{not json", "[1, 2]", "null", '"a string"', "{}", json.dumps({"id": 5}),
+                                  "[" * 100_000 + "]" * 100_000,
                                   json.dumps({"id": "t", "title": ["x"], "output": {"a": 1}, "status": 3})])
 def test_a_malformed_tool_event_is_a_safe_card(text: str) -> None:
     rows = merge_events([], [ev(EventType.TOOL, text)])
@@ -134,9 +135,10 @@ def test_the_latest_plan_of_a_run_replaces_the_earlier_in_place() -> None:
     assert rows[2]["body"] == "○ Other" and rows[2]["run_id"] == "2"
 
 
-def test_an_unreadable_plan_shows_its_text() -> None:
-    rows = merge_events([], [ev(EventType.PLAN, "step one, then two")])
-    assert (rows[0]["title"], rows[0]["body"]) == ("Plan", "step one, then two")
+@pytest.mark.parametrize("text", ["step one, then two", "[1]", '{"entries": 3}', "{" * 50_000])
+def test_an_unreadable_plan_shows_its_text(text: str) -> None:
+    rows = merge_events([], [ev(EventType.PLAN, text)])
+    assert (rows[0]["title"], rows[0]["body"]) == ("Plan", text)
 
 
 def test_a_status_event_is_its_own_row() -> None:

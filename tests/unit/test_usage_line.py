@@ -23,6 +23,6 @@ def test_only_the_known_parts_are_shown(usage: dict, line: str) -> None:
     assert usage_line(json.dumps(usage)) == line
 
 
-@pytest.mark.parametrize("raw", [None, "", "not json", "[1]", "3"])
+@pytest.mark.parametrize("raw", [None, "", "not json", "[1]", "3", "[" * 100_000 + "]" * 100_000])
 def test_no_or_unreadable_usage_shows_nothing(raw: str | None) -> None:
     assert usage_line(raw) == ""
