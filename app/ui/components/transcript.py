@@ -56,7 +56,7 @@ def _scheduled(row: dict) -> rx.Component:
 
 def _assistant(row: dict) -> rx.Component:
     return rx.box(
-        markdown(row["text"]),
+        markdown(source=row["text"]),
         align_self="flex-start", max_width="min(100%, 48em)", min_width="0", padding="0.6em 0.9em",
         border_radius="12px", background="var(--gray-3)", custom_attrs=_attrs(row),
     )
