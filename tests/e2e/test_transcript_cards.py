@@ -56,7 +56,7 @@ CALL = {"id": "toolu_01", "title": "List the workspace", "kind": "execute", "inp
 
 
 @pytest.fixture(scope="module")
-def core(server) -> Iterator[Core]:  # noqa: ANN001
+def core(server) -> Iterator[Core]:
     """The server's store, opened by the test process (the provider's writes come from here)."""
     c = build_core(load_settings(server.env))
     yield c
@@ -213,7 +213,7 @@ def test_an_agent_turn_streams_as_cards_and_markdown(page: Page, core: Core, tmp
     assert widths["preRight"] <= widths["viewport"], widths
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
         f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method,
@@ -222,7 +222,7 @@ def _api(server, token: str, method: str, path: str, body: dict | None = None) -
         return json.loads(response.read() or b"{}")
 
 
-def test_a_fires_usage_shows_in_the_run_history(page: Page, server, core: Core) -> None:  # noqa: ANN001
+def test_a_fires_usage_shows_in_the_run_history(page: Page, server, core: Core) -> None:
     page.set_viewport_size(DESKTOP)
     chat_id = _new_chat(page)
     token = server.manage("create-token", "--email", "demo@example.com")

@@ -118,7 +118,7 @@ class WarmAgent:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
-    async def call(self, request, timeout: float | None = None):  # noqa: ANN001, ANN201 - any ACP call
+    async def call(self, request, timeout: float | None = None):  # any ACP call
         """Await one request; the agent exiting or breaking the connection is AgentExited with the
         tail of its stderr."""
         try:
