@@ -118,6 +118,7 @@ def test_no_module_is_over_the_size_limit() -> None:
 
 
 def test_no_suppression_for_a_rule_family_ruff_does_not_run() -> None:
-    noisy = sorted(str(path.relative_to(ROOT)) for path in ROOT.glob("[ast]*/**/*.py")
-                   if ".venv" not in path.parts and "noqa: ANN" in path.read_text())
+    marker = "noqa: " + "ANN"  # spelled apart so this file does not match itself
+    noisy = sorted(str(path.relative_to(ROOT)) for pkg in ("app", "scheduler", "tests")
+                   for path in (ROOT / pkg).rglob("*.py") if marker in path.read_text())
     assert noisy == []
