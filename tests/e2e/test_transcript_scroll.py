@@ -33,7 +33,7 @@ MEASURE_JS = """() => {
 }"""
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
         f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
@@ -41,14 +41,14 @@ def _api(server, token: str, method: str, path: str, body: dict | None = None) -
         return json.loads(response.read() or b"{}")
 
 
-def _finish(server, token: str, run_id: int, timeout: float = 30.0) -> None:  # noqa: ANN001
+def _finish(server, token: str, run_id: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while _api(server, token, "GET", f"/api/runs/{run_id}")["status"] in ("running", "queued"):
         assert time.monotonic() < deadline, f"run {run_id} still running after {timeout} s"
         time.sleep(0.1)
 
 
-def _prompt(server, token: str, chat_id: int, text: str) -> int:  # noqa: ANN001
+def _prompt(server, token: str, chat_id: int, text: str) -> int:
     try:
         return _api(server, token, "POST", f"/api/chats/{chat_id}/prompts", {"text": text})["run_id"]
     except urllib.error.HTTPError as exc:
@@ -56,7 +56,7 @@ def _prompt(server, token: str, chat_id: int, text: str) -> int:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def token(server) -> str:  # noqa: ANN001
+def token(server) -> str:
     return server.manage("create-token", "--email", "demo@example.com")
 
 
@@ -69,7 +69,7 @@ class History:
 
 
 @pytest.fixture(scope="module")
-def long_chat(server, token: str) -> History:  # noqa: ANN001
+def long_chat(server, token: str) -> History:
     project = _api(server, token, "GET", "/api/projects")["projects"][0]["id"]
     chat = _api(server, token, "POST", f"/api/projects/{project}/chats", {"title": "Long history"})["id"]
     for turn in range(12):
@@ -78,7 +78,7 @@ def long_chat(server, token: str) -> History:  # noqa: ANN001
 
 
 @pytest.fixture(params=sorted(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, server) -> Iterator[Page]:  # noqa: ANN001
+def sized(request: pytest.FixtureRequest, browser: Browser, server) -> Iterator[Page]:
     context = browser.new_context(base_url=server.url, viewport=SIZES[request.param])
     page = context.new_page()
     page.size_name = request.param  # type: ignore[attr-defined]
@@ -156,7 +156,7 @@ def test_a_long_chat_opens_at_its_newest_entry(sized: Page, long_chat: History, 
 
 
 def test_sending_and_a_streaming_turn_keep_the_newest_entry_in_view(
-        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:  # noqa: ANN001
+        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:
     login(sized)
     _open(sized, long_chat)
     _expect_pinned(sized)
@@ -179,7 +179,7 @@ def test_sending_and_a_streaming_turn_keep_the_newest_entry_in_view(
 
 
 def test_a_reader_who_scrolled_up_stays_put_and_can_jump_back(
-        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:  # noqa: ANN001
+        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:
     login(sized)
     _open(sized, long_chat)
     _expect_pinned(sized)

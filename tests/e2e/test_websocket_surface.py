@@ -33,7 +33,7 @@ MISSING = "This chat does not exist or you cannot see it."
 ID = "must be a positive whole number"
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
         f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
@@ -41,7 +41,7 @@ def _api(server, token: str, method: str, path: str, body: dict | None = None) -
         return json.loads(response.read() or b"{}")
 
 
-def _turn(server, token: str, chat_id: int, text: str) -> None:  # noqa: ANN001
+def _turn(server, token: str, chat_id: int, text: str) -> None:
     """Post a prompt as another process would and wait for its turn to end."""
     run = _api(server, token, "POST", f"/api/chats/{chat_id}/prompts", {"text": text})["run_id"]
     deadline = time.monotonic() + 30
@@ -51,21 +51,21 @@ def _turn(server, token: str, chat_id: int, text: str) -> None:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def token(server) -> str:  # noqa: ANN001
+def token(server) -> str:
     return server.manage("create-token", "--email", DEMO_EMAIL)
 
 
 @pytest.fixture(scope="module")
-def project(server, token: str) -> int:  # noqa: ANN001
+def project(server, token: str) -> int:
     return _api(server, token, "GET", "/api/projects")["projects"][0]["id"]
 
 
-def _chat(server, token: str, project: int, title: str) -> int:  # noqa: ANN001
+def _chat(server, token: str, project: int, title: str) -> int:
     return _api(server, token, "POST", f"/api/projects/{project}/chats", {"title": title})["id"]
 
 
 @pytest.fixture(scope="module")
-def strangers_chat(server) -> int:  # noqa: ANN001
+def strangers_chat(server) -> int:
     """A chat of another user, in a project the demo user is not a member of."""
     server.manage("create-user", "--email", "stranger@example.com", "--password", "stranger-password")
     pid = int(server.manage("create-project", "--name", "Stranger's", "--owner", "stranger@example.com"))
@@ -78,7 +78,7 @@ def strangers_chat(server) -> int:  # noqa: ANN001
 class Tab:
     """A logged-in (or not) browser tab whose socket frames are recorded and can be forged."""
 
-    def __init__(self, browser: Browser, server, logged_in: bool = True) -> None:  # noqa: ANN001
+    def __init__(self, browser: Browser, server, logged_in: bool = True) -> None:
         self.context = browser.new_context(base_url=server.url)
         self.page = self.context.new_page()
         self.frames: Frames = sockets.watch(self.page)
@@ -102,7 +102,7 @@ class Tab:
 
 
 @pytest.fixture
-def tab(browser: Browser, server) -> Tab:  # noqa: ANN001
+def tab(browser: Browser, server) -> Tab:
     t = Tab(browser, server)
     yield t
     t.close()
@@ -146,7 +146,7 @@ HOSTILE = [
 ]
 
 
-def test_every_handler_refuses_hostile_arguments_calmly(tab: Tab, server, token: str, project: int) -> None:  # noqa: ANN001
+def test_every_handler_refuses_hostile_arguments_calmly(tab: Tab, server, token: str, project: int) -> None:
     chat = _chat(server, token, project, "Hostile frames")
     tab.open(chat)
     log_start = sockets.log_size(server.log)
@@ -170,7 +170,7 @@ def test_every_handler_refuses_hostile_arguments_calmly(tab: Tab, server, token:
 
 @pytest.mark.parametrize("url", ["/chat/99999999999999999999", "/chat/1000000000000000000000000000000",
                                  "/chat/abc", "/chat/-1", "/chat/0", "STRANGER"])
-def test_a_chat_one_cannot_see_is_a_calm_page(tab: Tab, server, strangers_chat: int, url: str) -> None:  # noqa: ANN001
+def test_a_chat_one_cannot_see_is_a_calm_page(tab: Tab, server, strangers_chat: int, url: str) -> None:
     log_start = sockets.log_size(server.log)
     tab.page.get_by_test_id("chat-title").wait_for()  # one's own chat first: its drawer state is loaded
     mark = tab.frames.mark()
@@ -183,7 +183,7 @@ def test_a_chat_one_cannot_see_is_a_calm_page(tab: Tab, server, strangers_chat: 
     assert sockets.log_problems(server.log, log_start) == []
 
 
-def test_an_anonymous_socket_can_change_nothing_but_the_login_form(browser: Browser, server) -> None:  # noqa: ANN001
+def test_an_anonymous_socket_can_change_nothing_but_the_login_form(browser: Browser, server) -> None:
     anon = Tab(browser, server, logged_in=False)
     try:
         anon.page.goto("/login")
@@ -214,7 +214,7 @@ def _user_data_absent(text: str, *secrets: str) -> None:
         assert secret not in text, f"{secret!r} still in the tab's state: {text[:400]}"
 
 
-def test_logout_while_tailing_leaves_nothing_and_receives_nothing(tab: Tab, server, token: str,  # noqa: ANN001
+def test_logout_while_tailing_leaves_nothing_and_receives_nothing(tab: Tab, server, token: str,
                                                                   project: int) -> None:
     chat = _chat(server, token, project, "Private plans")
     tab.open(chat)
@@ -233,7 +233,7 @@ def test_logout_while_tailing_leaves_nothing_and_receives_nothing(tab: Tab, serv
     assert not [text for text in tab.frames.since(mark) if "after-logout-secret" in text]
 
 
-def test_logging_out_in_another_tab_ends_this_one_within_a_second(tab: Tab, server, token: str,  # noqa: ANN001
+def test_logging_out_in_another_tab_ends_this_one_within_a_second(tab: Tab, server, token: str,
                                                                  project: int) -> None:
     chat = _chat(server, token, project, "Two tabs")
     _turn(server, token, chat, "shared-secret")
@@ -253,7 +253,7 @@ def test_logging_out_in_another_tab_ends_this_one_within_a_second(tab: Tab, serv
     expect(tab.page.get_by_test_id("chat-title")).to_have_count(0)
 
 
-def test_tab_state_is_never_written_to_disk(server) -> None:  # noqa: ANN001
+def test_tab_state_is_never_written_to_disk(server) -> None:
     states = ROOT / ".states"
     written = [p for p in states.glob("**/*") if p.is_file() and p.stat().st_mtime >= server.started - 1]
     assert written == [], f"tab state on disk: {written[:5]}"
@@ -296,7 +296,7 @@ STORM_JS = """async ({count, parallel, path, cid, hydrate, tail, watch, marker})
 }"""
 
 
-def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, server, token: str,  # noqa: ANN001
+def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, server, token: str,
                                                              project: int) -> None:
     chat = _chat(server, token, project, "Storm")
     _turn(server, token, chat, "storm-marker")
@@ -322,11 +322,11 @@ def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, s
     assert sockets.log_problems(server.log, log_start) == []
 
 
-def _commands(server) -> str:  # noqa: ANN001
+def _commands(server) -> str:
     return server.manage("--help")
 
 
-def _user(server, email: str) -> tuple[str, int, int]:  # noqa: ANN001
+def _user(server, email: str) -> tuple[str, int, int]:
     """A user with a project and a chat of their own: (API token, project id, chat id)."""
     server.manage("create-user", "--email", email, "--password", "their-password")
     pid = int(server.manage("create-project", "--name", f"{email}'s", "--owner", email))
@@ -335,7 +335,7 @@ def _user(server, email: str) -> tuple[str, int, int]:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("command", ["end-sessions", "revoke-access", "delete-user"])
-def test_an_admin_command_ends_an_open_tab_within_a_second(browser: Browser, server, token: str,  # noqa: ANN001
+def test_an_admin_command_ends_an_open_tab_within_a_second(browser: Browser, server, token: str,
                                                            project: int, command: str) -> None:
     if command not in _commands(server):
         pytest.skip(f"`python -m app.manage {command}` is not in this build yet")

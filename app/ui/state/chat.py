@@ -17,6 +17,7 @@ from app.ui import checks
 from app.ui.feed import ChatFeed, feed_for
 from app.ui.state.session import AuthState, connected, may_read
 from app.ui.transcript import merge_events, open_runs
+from app.ui.usage import for_events as run_usage
 
 POLL_SECONDS = 0.25
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
@@ -114,11 +115,12 @@ class ChatState(AuthState):
             if not await asyncio.to_thread(may_read, token, chat_id):
                 return await self._signed_out(generation)
             quiet = 0 if events else quiet + 1
+            usage = await run_usage(get_core().db, events or ())
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
                 if self._generation != generation:
                     return None
-                self._show(events, stale)
+                self._show(events, stale, usage)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
         return None
@@ -131,9 +133,9 @@ class ChatState(AuthState):
             await self._forget_tab()
         return rx.redirect("/login")
 
-    def _show(self, events: list[Event], stale: bool) -> None:
+    def _show(self, events: list[Event], stale: bool, usage: dict) -> None:
         if events:
-            self.messages = merge_events(self.messages, events)
+            self.messages = merge_events(self.messages, events, usage)
             self._cursor = events[-1].id
             self._open_runs = open_runs(self._open_runs, events)
             self.busy = bool(self._open_runs)
