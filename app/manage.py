@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app.core import accounts, auth, chats, projects
+from app.core.agents import presets
 from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core, build_core
+from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
 from app.schedules.service import forget_chats
@@ -56,7 +58,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", required=True, choices=PROVIDERS)
     p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
                    help="provider setting, e.g. command='my-agent --print' or model=gpt-4o (repeatable)")
+    p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
+    p.add_argument("name", choices=sorted(presets.PRESETS))
+    sub.add_parser("list-agents", help="show the installed agent presets and their versions")
     return parser
+
+
+def install_agent(core: Core, name: str) -> str:
+    preset = presets.PRESETS[name]
+    target, ran = presets.install(preset, core.settings.agents_dir)
+    versions = ", ".join(f"{pkg}@{ver}" for pkg, ver in preset.packages.items())
+    return f"{'installed' if ran else 'already installed'}: {name} ({versions}) in {target}"
+
+
+def list_agents(core: Core) -> str:
+    lines = []
+    for name, preset in sorted(presets.PRESETS.items()):
+        target = core.settings.agents_dir.resolve() / name
+        if presets.missing_packages(preset, target):
+            continue
+        lines.append(f"{name} {preset.version(target)} ({', '.join(f'{p}@{v}' for p, v in preset.packages.items())})")
+    return "\n".join(lines) or f"no agent installed in {core.settings.agents_dir} (install-agent NAME)"
 
 
 def seed_demo(core: Core) -> str:
@@ -103,6 +125,10 @@ def run(argv: Sequence[str], core: Core) -> int:
         values = dict(_setting(item) for item in args.setting)
         projects.set_provider(core.db, args.project, args.provider, values)
         print(f"project {args.project} now uses the {args.provider} provider")
+    elif args.command == "install-agent":
+        print(install_agent(core, args.name))
+    elif args.command == "list-agents":
+        print(list_agents(core))
     return 0
 
 
@@ -135,11 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except IntegrityError as exc:  # another process wrote a row that refers to what this one changed
-        reason = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+        reason = first_line(exc.orig or exc)
         print(f"error: the data changed meanwhile ({reason}); nothing was changed, try again", file=sys.stderr)
         return 1
-    except (OperationalError, ProgrammingError) as exc:
-        reason = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+    except (StoreError, OperationalError, ProgrammingError) as exc:
+        reason = first_line(getattr(exc, "orig", None) or exc)
         print(f"error: the database is not ready ({reason}); run `python -m app.manage migrate` first",
               file=sys.stderr)
         return 1

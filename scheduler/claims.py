@@ -9,9 +9,7 @@ occurrence fires at most once whatever happens.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import enum
 import logging
 
 import sqlalchemy as sa
@@ -22,38 +20,17 @@ from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler import decisions as d
-from scheduler.protocols import Directory
+from scheduler.changes import POINTERS, TaskChanges
+from scheduler.protocols import Directory, Fire
 from scheduler.snapshots import next_after_fn, task_view
 
 log = logging.getLogger("chatcron.scheduler")
 PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)
 
 
-@dataclasses.dataclass(frozen=True)
-class Dispatch:
-    """A claim made: the turn to start."""
 
-    task_id: int
-    task_run_id: int
-    chat_id: int
-    owner: str
-    occurrence_at: dt.datetime
-    trigger: Trigger
-    fire_number: int
-    name: str
-    prompt: str
-    max_runs: int | None
-    fresh_session: bool
-    previous_output: str | None = None  # seeds a fresh session: the last fire's reply
-
-
-def _stored(changes: dict[str, object]) -> dict[str, object]:
-    """A decision's changes as column values (enums by their value)."""
-    return {key: value.value if isinstance(value, enum.Enum) else value for key, value in changes.items()}
-
-
-def _apply(task: ScheduledTask, changes: dict[str, object], now: dt.datetime) -> None:
-    for key, value in _stored(changes).items():
+def _apply(task: ScheduledTask, changes: TaskChanges, now: dt.datetime) -> None:
+    for key, value in changes.columns().items():
         setattr(task, key, value)
     task.updated_at = now
 
@@ -72,14 +49,14 @@ def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
 
 
 def claim(db: Database, now: dt.datetime, task_id: int, instance: str, directory: Directory,
-          limits: d.Limits) -> Dispatch | None:
+          limits: d.Limits) -> Fire | None:
     """Claim one task in one transaction; returns the turn to start, or None."""
-    dispatches = claim_many(db, now, [task_id], instance, directory, limits)
-    return dispatches[0] if dispatches else None
+    firees = claim_many(db, now, [task_id], instance, directory, limits)
+    return firees[0] if firees else None
 
 
 def claim_many(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
-               limits: d.Limits) -> list[Dispatch]:
+               limits: d.Limits) -> list[Fire]:
     """Claim these tasks in one transaction; returns the turns to start.
 
     Each task is decided as if claimed alone, in order, with the facts (busy chats, turns in
@@ -97,7 +74,7 @@ def claim_many(db: Database, now: dt.datetime, task_ids: list[int], instance: st
 
 
 def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: str, directory: Directory,
-                 limits: d.Limits) -> list[Dispatch]:
+                 limits: d.Limits) -> list[Fire]:
     with db.write() as s, s.no_autoflush:
         query = select(ScheduledTask).where(ScheduledTask.id.in_(task_ids)).order_by(ScheduledTask.id)
         if not db.sqlite:  # another scheduler's tasks are skipped; claims in one chat are serialized
@@ -126,7 +103,7 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
                 busy.add(task.chat_id)
                 in_flight += 1
         s.flush()  # the new records get their ids
-        return [_dispatch(s, task, decision, row, now) for task, decision, row in claimed]
+        return [_fire(s, task, decision, row, now) for task, decision, row in claimed]
 
 
 def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[tuple[int, dt.datetime], TaskRun]:
@@ -141,7 +118,7 @@ def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[t
 
 def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
              records: dict[tuple[int, dt.datetime], TaskRun]) -> TaskRun | None:
-    """Apply a claim decision; returns the TaskRun to dispatch (its task's changes are applied later)."""
+    """Apply a claim decision; returns the TaskRun to fire (its task's changes are applied later)."""
     if decision.action == d.Action.NOTHING:
         return None
     due = decision.due
@@ -159,17 +136,16 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             s.add(row)
             return row
         # this occurrence already fired: never twice; drop what pointed at it
-        _apply(task, {k: v for k, v in decision.changes.items()
-                      if k in ("next_run_at", "pending_run", "pending_forced", "pending_occurrence_at", "retry_at")},
-               now)
+        _apply(task, decision.changes.only(POINTERS), now)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
     if decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
             s.add(records[key])
-        decision.changes["last_run_status"] = RunOutcome.SKIPPED
-    _apply(task, decision.changes, now)
+        _apply(task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
+    else:
+        _apply(task, decision.changes, now)
     log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
     return None
 
@@ -181,12 +157,12 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
                    finished_at=None if status == RunOutcome.RUNNING else now)
 
 
-def _dispatch(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Dispatch:
+def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:
     due = decision.due
-    _apply(task, {**decision.changes, "active_run_id": row.id}, now)
+    _apply(task, decision.changes.but(active_run_id=row.id), now)
     log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
-    return Dispatch(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
+    return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
                     occurrence_at=due.occurrence_at,
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
                     max_runs=task.max_runs, fresh_session=task.session == "fresh",
@@ -200,32 +176,32 @@ def _previous_output(s: Session, task: ScheduledTask) -> str | None:
     return row or None
 
 
-def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Dispatch, int]]) -> None:
+def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Fire, int]]) -> None:
     """The turns started: link each chat run; the min-interval floor counts from this instant.
     Inside the caller's transaction (the one that began the turns)."""
     if not started:
         return
-    s.exec(sa.update(TaskRun), params=[{"id": dispatch.task_run_id, "run_id": run_id, "started_at": now}
-                                       for dispatch, run_id in started])
-    s.exec(sa.update(ScheduledTask), params=[{"id": dispatch.task_id, "last_fire_started_at": now}
-                                             for dispatch, _ in started])
+    s.exec(sa.update(TaskRun), params=[{"id": fire.task_run_id, "run_id": run_id, "started_at": now}
+                                       for fire, run_id in started])
+    s.exec(sa.update(ScheduledTask), params=[{"id": fire.task_id, "last_fire_started_at": now}
+                                             for fire, _ in started])
 
 
-def release_busy(db: Database, now: dt.datetime, dispatch: Dispatch, limits: d.Limits) -> None:
+def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -> None:
     """The turn could not start because the chat was busy: re-queue (queue_one) or fail (skip)."""
     with db.write() as s:
-        task = s.get(ScheduledTask, dispatch.task_id)
-        row = s.get(TaskRun, dispatch.task_run_id)
+        task = s.get(ScheduledTask, fire.task_id)
+        row = s.get(TaskRun, fire.task_run_id)
         if task is None or row is None or task.active_run_id != row.id:
             return
-        due = d.Due(dispatch.occurrence_at, dispatch.trigger)
+        due = d.Due(fire.occurrence_at, fire.trigger)
         outcome, changes = d.decide_busy(task_view(task), due, now, limits)
         row.status = outcome.value
         row.error = "the chat was busy with another turn"
         row.finished_at = now if outcome == RunOutcome.FAILED else None
         _apply(task, changes, now)
         s.add_all([task, row])
-    log.info("action=fire_met_busy_chat task_id=%s outcome=%s", dispatch.task_id, outcome.value)
+    log.info("action=fire_met_busy_chat task_id=%s outcome=%s", fire.task_id, outcome.value)
 
 
 def finish(db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, output: str, error: str | None,
@@ -255,22 +231,27 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     row = conn.execute(_RECORD, {"b_id": task_run_id}).first()
     if row is None or row.status != RunOutcome.RUNNING.value:
         return None
-    task = conn.execute(_TASK if db.sqlite else _TASK_LOCKED, {"b_id": row.task_id}).first()
+    task = _locked_task(conn, db, row.task_id)
     result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
         if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
     if task is not None and task.active_run_id == row.id:
-        values = {**_stored(result.changes), "updated_at": now}
-        conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task.id).values(**values))
+        _write_task(conn, task.id, result.changes, now)
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
     return result.outcome
 
 
-def _lock_for_finish(s: Session, db: Database, task_id: int) -> ScheduledTask | None:
-    query = select(ScheduledTask).where(ScheduledTask.id == task_id)
-    return s.exec(query if db.sqlite else query.with_for_update()).first()
+def _locked_task(conn: sa.Connection, db: Database, task_id: int) -> sa.Row | None:
+    """The task's columns, its row locked for the rest of the transaction (on SQLite the write
+    transaction already holds the database's one writer lock). The one way an ending fire
+    (finished or abandoned) reads the task it updates."""
+    return conn.execute(_TASK if db.sqlite else _TASK_LOCKED, {"b_id": task_id}).first()
+
+
+def _write_task(conn: sa.Connection, task_id: int, changes: TaskChanges, now: dt.datetime) -> None:
+    conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task_id).values(**changes.columns(), updated_at=now))
 
 
 def prune_history(s: Session, task_id: int, limit: int) -> int:
@@ -323,10 +304,10 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
             return False
         row.status, row.finished_at, row.error = RunOutcome.ABANDONED.value, now, d.ABANDONED_REASON
         s.add(row)
-        task = _lock_for_finish(s, db, row.task_id)
+        s.flush()
+        task = _locked_task(s.connection(), db, row.task_id)
         if task is not None and task.active_run_id == row.id:
-            _apply(task, d.decide_abandoned(task_view(task), Trigger(row.trigger)), now)
-            s.add(task)
+            _write_task(s.connection(), task.id, d.decide_abandoned(task_view(task), Trigger(row.trigger)), now)
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)
     return True
 

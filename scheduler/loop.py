@@ -14,16 +14,14 @@ import logging
 import threading
 from collections.abc import Callable
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
-from app.core import envelope
 from app.core.clock import Clock
-from app.core.db import Database
+from app.core.db import STORE_FAILURES, Database, first_line
 from app.core.wake import Waker
 from scheduler import claims
 from scheduler import decisions as d
-from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, FireRequest, TurnOutcome
+from scheduler.protocols import ChatBusy, ChatGone, Directory, Executor, Fire, TurnOutcome
 
 log = logging.getLogger("chatcron.scheduler")
 JOB_ID = "chatcron-loop"
@@ -48,7 +46,6 @@ class LoopStats:
     iterations: int = 0
     fires: int = 0
     store_errors: int = 0
-    lateness_ms: list[float] = dataclasses.field(default_factory=list)  # bounded, newest last
 
 
 Schedule = Callable[[dt.datetime], None]  # ask the driver to run tick() at an instant
@@ -66,7 +63,7 @@ class Loop:
         self._dirty = False
         self._stopped = False
         self._last_beat: dt.datetime | None = None
-        self._in_flight: dict[int, claims.Dispatch] = {}
+        self._in_flight: dict[int, Fire] = {}
         self._started_at = clock.now()  # when the turns being started were started
 
     # -- driver side -------------------------------------------------------------------------
@@ -111,10 +108,10 @@ class Loop:
     def _iterate_safely(self) -> tuple[dt.datetime, bool]:
         try:
             return self._iterate(), False
-        except SQLAlchemyError as exc:
+        except STORE_FAILURES as exc:
             self.stats.store_errors += 1
             log.error("action=store_error backoff_s=%s error=%s", self.config.backoff_seconds,
-                      str(exc).splitlines()[0][:200])
+                      first_line(exc))
             return self.clock.now() + dt.timedelta(seconds=self.config.backoff_seconds), True
 
     def beat(self) -> None:
@@ -124,8 +121,8 @@ class Loop:
             claims.heartbeat(self.db, now, self.config.instance, self.stats.iterations)
             claims.recover(self.db, now, self.config.lease_seconds)
             self._last_beat = now
-        except SQLAlchemyError as exc:
-            log.error("action=heartbeat_failed error=%s", str(exc).splitlines()[0][:200])
+        except STORE_FAILURES as exc:
+            log.error("action=heartbeat_failed error=%s", first_line(exc))
 
     # -- the iteration -----------------------------------------------------------------------
     def _iterate(self) -> dt.datetime:
@@ -139,73 +136,67 @@ class Loop:
         for first in range(0, len(due), CLAIM_BATCH):
             if self._stopped:  # shutting down: claim nothing more
                 break
-            dispatches = claims.claim_many(self.db, self.clock.now(), due[first:first + CLAIM_BATCH],
+            fires = claims.claim_many(self.db, self.clock.now(), due[first:first + CLAIM_BATCH],
                                            self.config.instance, self.directory, self.config.limits)
-            if dispatches:
-                self._start(dispatches)
+            if fires:
+                self._start(fires)
         now = self.clock.now()
         beat = (self._last_beat or now) + dt.timedelta(seconds=self.config.beat_seconds)
         deadline = claims.next_deadline(self.db, now)
         return min(beat, deadline) if deadline else beat
 
-    def _start(self, dispatches: list[claims.Dispatch]) -> None:
+    def _start(self, fires: list[Fire]) -> None:
         """Start the claimed turns together; each turn's start is recorded in the transaction that
         begins it, its end in the transaction that records the end (see the hooks below)."""
-        requests = [FireRequest(task_id=x.task_id, task_run_id=x.task_run_id, chat_id=x.chat_id, owner=x.owner,
-                                text=envelope.build(x.name, x.prompt, x.fire_number, x.max_runs),
-                                fresh_session=x.fresh_session, previous_output=x.previous_output)
-                    for x in dispatches]
-        for x in dispatches:  # before the start: a fast turn may finish first
+        for x in fires:  # before the start: a fast turn may finish first
             self._in_flight[x.task_run_id] = x
         self._started_at = self.clock.now()
         try:
-            results = self.executor.start_many(requests, self)
+            results = self.executor.start_many(fires, self)
         except Exception as exc:  # nothing started: each fire fails rather than leave its claim wedged
-            log.exception("action=fires_failed_to_start count=%s", len(dispatches))
-            results = [exc] * len(dispatches)
-        for dispatch, result in zip(dispatches, results, strict=True):
-            self._started(dispatch, result)
+            log.exception("action=fires_failed_to_start count=%s", len(fires))
+            results = [exc] * len(fires)
+        for fire, result in zip(fires, results, strict=True):
+            self._started(fire, result)
 
-    def _started(self, dispatch: claims.Dispatch, result: int | Exception) -> None:
+    def _started(self, fire: Fire, result: int | Exception) -> None:
         if isinstance(result, ChatBusy):
-            self._in_flight.pop(dispatch.task_run_id, None)
-            claims.release_busy(self.db, self.clock.now(), dispatch, self.config.limits)
+            self._in_flight.pop(fire.task_run_id, None)
+            claims.release_busy(self.db, self.clock.now(), fire, self.config.limits)
         elif isinstance(result, ChatGone):
-            self._failed(dispatch, f"the chat is gone: {result}")
+            self._failed(fire, f"the chat is gone: {result}")
         elif isinstance(result, Exception):  # a turn that cannot start is a failed fire, never a wedged claim
-            log.error("action=fire_failed_to_start task_id=%s error=%s", dispatch.task_id, result)
-            self._failed(dispatch, f"the turn could not start: {result}")
+            log.error("action=fire_failed_to_start task_id=%s error=%s", fire.task_id, result)
+            self._failed(fire, f"the turn could not start: {result}")
         else:
             self.stats.fires += 1
-            lateness = (self._started_at - dispatch.occurrence_at).total_seconds() * 1000
-            if dispatch.trigger == d.Trigger.SCHEDULE:
-                self.stats.lateness_ms = [*self.stats.lateness_ms[-999:], lateness]
+            lateness = (self._started_at - fire.occurrence_at).total_seconds() * 1000
             log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s trigger=%s lateness_ms=%.1f",
-                     dispatch.task_id, dispatch.task_run_id, result, dispatch.chat_id, dispatch.trigger.value, lateness)
+                     fire.task_id, fire.task_run_id, result, fire.chat_id, fire.trigger.value, lateness)
 
-    def _failed(self, dispatch: claims.Dispatch, error: str) -> None:
+    def _failed(self, fire: Fire, error: str) -> None:
         try:
-            claims.finish(self.db, self.clock.now(), dispatch.task_run_id, False, "", error, self.config.limits,
+            claims.finish(self.db, self.clock.now(), fire.task_run_id, False, "", error, self.config.limits,
                           self.config.history_limit)
-        except SQLAlchemyError:
-            log.exception("action=finish_failed task_run_id=%s", dispatch.task_run_id)
-        self.finished(dispatch, TurnOutcome(False, "", error))
+        except STORE_FAILURES:
+            log.exception("action=finish_failed task_run_id=%s", fire.task_run_id)
+        self.finished(fire, TurnOutcome(False, "", error))
 
     # -- FireHooks (called by the executor) --------------------------------------------------------
-    def started(self, s: Session, started: list[tuple[FireRequest, int]]) -> None:
+    def started(self, s: Session, started: list[tuple[Fire, int]]) -> None:
         claims.mark_started_in(s, self._started_at, [(self._in_flight[request.task_run_id], run_id)
                                                      for request, run_id in started])
 
-    def record(self, s: Session, request: FireRequest, outcome: TurnOutcome) -> None:
+    def record(self, s: Session, request: Fire, outcome: TurnOutcome) -> None:
         claims.finish_in(s, self.db, self.clock.now(), request.task_run_id, outcome.succeeded, outcome.output,
                          outcome.error, self.config.limits, self.config.history_limit)
 
-    def finished(self, request: FireRequest | claims.Dispatch, outcome: TurnOutcome) -> None:
+    def finished(self, request: Fire, outcome: TurnOutcome) -> None:
         self._in_flight.pop(request.task_run_id, None)
         log.debug("action=fire_finished task_id=%s task_run_id=%s succeeded=%s", request.task_id,
                  request.task_run_id, outcome.succeeded)
         self.waker.notify()  # a freed chat may have a queued follow-up; other schedulers too
         self.wake()
 
-    def in_flight(self) -> list[claims.Dispatch]:
+    def in_flight(self) -> list[Fire]:
         return list(self._in_flight.values())

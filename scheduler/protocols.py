@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Protocol
 
 from sqlmodel import Session
 
+from app.core import envelope
+from app.schedules.model import Trigger
 from scheduler.decisions import Auth
 
 
@@ -29,26 +32,39 @@ class TurnOutcome:
 
 
 @dataclasses.dataclass(frozen=True)
-class FireRequest:
+class Fire:
+    """A claim made (``claims``): the turn to start for one occurrence of a task, and what the loop
+    and the executor need to start it, record it and report it."""
+
     task_id: int
     task_run_id: int
     chat_id: int
     owner: str  # email of the task's owner: the turn acts for them
-    text: str  # the envelope
+    occurrence_at: dt.datetime
+    trigger: Trigger
+    fire_number: int
+    name: str
+    prompt: str
+    max_runs: int | None
     fresh_session: bool
-    previous_output: str | None  # seed of a fresh session
+    previous_output: str | None = None  # seeds a fresh session: the last fire's reply
+
+    @property
+    def text(self) -> str:
+        """What the agent receives: the envelope."""
+        return envelope.build(self.name, self.prompt, self.fire_number, self.max_runs)
 
 
 class FireHooks(Protocol):
     """What the loop records around the turns an executor starts for it."""
 
-    def started(self, s: Session, started: list[tuple[FireRequest, int]]) -> None:
+    def started(self, s: Session, started: list[tuple[Fire, int]]) -> None:
         """Inside the transaction that began the turns: (request, chat run id) of each."""
 
-    def record(self, s: Session, request: FireRequest, outcome: TurnOutcome) -> None:
+    def record(self, s: Session, request: Fire, outcome: TurnOutcome) -> None:
         """Inside the transaction that records a turn's end."""
 
-    def finished(self, request: FireRequest, outcome: TurnOutcome) -> None:
+    def finished(self, request: Fire, outcome: TurnOutcome) -> None:
         """After that transaction committed (from the turn's thread)."""
 
 
@@ -59,7 +75,7 @@ class Executor(Protocol):
     error that kept the turn from starting (then no hook is called for it).
     """
 
-    def start_many(self, requests: list[FireRequest], hooks: FireHooks) -> list[int | Exception]: ...
+    def start_many(self, requests: list[Fire], hooks: FireHooks) -> list[int | Exception]: ...
 
 
 AuthKey = tuple[int, int, str]  # chat id, project id, owner email

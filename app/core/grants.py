@@ -38,7 +38,7 @@ class GrantView:
     chat_id: int
     project_id: int
     task_id: int | None
-    run_id: int | None  # the TaskRun id of the fire's claim
+    task_run_id: int | None  # the fire's claim
     expires_at: dt.datetime
 
     def require(self, scope: Scope) -> None:
@@ -50,12 +50,12 @@ class GrantView:
 
 
 def issue_grant_in(s: Session, now: dt.datetime, ttl_seconds: int, scope: Scope | str, owner_id: int, chat_id: int,
-                   project_id: int, task_id: int | None = None, run_id: int | None = None) -> tuple[str, Grant]:
+                   project_id: int, task_id: int | None = None, task_run_id: int | None = None) -> tuple[str, Grant]:
     """Inside a write transaction: mint a grant; returns (plain token, row; its id once flushed).
     The token is never stored."""
     token = new_secret(PREFIX)
     row = Grant(token_hash=digest(token), scope=Scope(scope).value, owner_id=owner_id, chat_id=chat_id,
-                project_id=project_id, task_id=task_id, run_id=run_id, created_at=now,
+                project_id=project_id, task_id=task_id, task_run_id=task_run_id, created_at=now,
                 expires_at=now + dt.timedelta(seconds=ttl_seconds))
     s.add(row)
     return token, row
@@ -87,7 +87,7 @@ def resolve_grant(db: Database, clock: Clock, token: str) -> GrantView:
     if grant.expires_at <= clock.now():
         raise Unauthorized("this schedule token has expired")
     return GrantView(id=grant.id, scope=Scope(grant.scope), owner=owner, chat_id=grant.chat_id,
-                     project_id=grant.project_id, task_id=grant.task_id, run_id=grant.run_id,
+                     project_id=grant.project_id, task_id=grant.task_id, task_run_id=grant.task_run_id,
                      expires_at=grant.expires_at)
 
 

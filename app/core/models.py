@@ -31,7 +31,8 @@ class UTCDateTime(sa.types.TypeDecorator):
         return None if value is None else value.replace(tzinfo=UTC)
 
 
-def _instant(nullable: bool = False, index: bool = False) -> dt.datetime:
+def instant(*, nullable: bool, index: bool = False) -> dt.datetime:
+    """An aware-UTC timestamp column; every table says whether it may be empty."""
     return Field(default=None, sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index))
 
 
@@ -57,8 +58,10 @@ class EventType(enum.StrEnum):
     PROMPT = "prompt"
     SCHEDULED_PROMPT = "scheduled_prompt"
     ASSISTANT_TEXT = "assistant_text"
-    TOOL = "tool"
-    STATUS = "status"
+    THOUGHT = "thought"  # the agent's reasoning, streamed like assistant_text (SPEC §11)
+    TOOL = "tool"  # JSON {id, title, kind, status, output, ...}; a later event of the same id replaces it
+    PLAN = "plan"  # JSON {"entries": [{content, status, priority}]}; the latest of a run is the plan
+    STATUS = "status"  # a note of the product's in the transcript (e.g. a session that could not continue)
     ERROR = "error"
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
@@ -70,7 +73,7 @@ class User(SQLModel, table=True):
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False, unique=True))
     password_hash: str
     is_admin: bool = False
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Project(SQLModel, table=True):
@@ -80,14 +83,14 @@ class Project(SQLModel, table=True):
     owner_id: int = Field(foreign_key="users.id", index=True)
     provider: str | None = None  # None: the server default (CHATCRON_PROVIDER)
     provider_settings: str = "{}"  # JSON object, provider-specific
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Membership(SQLModel, table=True):
     __tablename__ = "memberships"
     user_id: int = Field(foreign_key="users.id", primary_key=True)
     project_id: int = Field(foreign_key="projects.id", primary_key=True, index=True)
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Chat(SQLModel, table=True):
@@ -98,8 +101,8 @@ class Chat(SQLModel, table=True):
     title: str = Field(default="New chat", max_length=200)
     skills: str = "[]"  # JSON list of skill names
     provider_session_id: str | None = None
-    created_at: dt.datetime = _instant()
-    updated_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
+    updated_at: dt.datetime = instant(nullable=False)
 
 
 class Run(SQLModel, table=True):
@@ -122,12 +125,13 @@ class Run(SQLModel, table=True):
     prompt: str = ""
     output: str = ""
     error: str | None = None
+    usage: str | None = None  # JSON {input_tokens, output_tokens, cached_tokens, cost_usd} as the agent reported
     task_id: int | None = Field(default=None, index=True)
     task_run_id: int | None = None
     instance: str = ""  # process that executes it (host:pid:nonce), for logs
-    started_at: dt.datetime = _instant()
-    heartbeat_at: dt.datetime = _instant(index=True)
-    finished_at: dt.datetime | None = _instant(nullable=True)
+    started_at: dt.datetime = instant(nullable=False)
+    heartbeat_at: dt.datetime = instant(nullable=False, index=True)
+    finished_at: dt.datetime | None = instant(nullable=True)
 
 
 class Event(SQLModel, table=True):
@@ -139,7 +143,7 @@ class Event(SQLModel, table=True):
     run_id: int | None = Field(default=None, foreign_key="runs.id")
     type: str
     text: str = ""
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class ApiToken(SQLModel, table=True):
@@ -150,9 +154,9 @@ class ApiToken(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     name: str = ""
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime | None = _instant(nullable=True)  # None: until revoked
-    revoked_at: dt.datetime | None = _instant(nullable=True)
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime | None = instant(nullable=True)  # None: until revoked
+    revoked_at: dt.datetime | None = instant(nullable=True)
 
 
 class SessionKind(enum.StrEnum):
@@ -172,8 +176,8 @@ class WebSession(SQLModel, table=True):
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     # tickets only: SHA-256 of the pre-login cookie of the browser that logged in (auth.LOGIN_COOKIE)
     binding_hash: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime = instant(nullable=False)
 
 
 class Grant(SQLModel, table=True):
@@ -187,10 +191,10 @@ class Grant(SQLModel, table=True):
     chat_id: int = Field(foreign_key="chats.id", index=True)
     project_id: int = Field(foreign_key="projects.id")
     task_id: int | None = None
-    run_id: int | None = None
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime = _instant()
-    revoked_at: dt.datetime | None = _instant(nullable=True)
+    task_run_id: int | None = None  # the fire's claim (a TaskRun id)
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime = instant(nullable=False)
+    revoked_at: dt.datetime | None = instant(nullable=True)
 
 
 class LoginAttempt(SQLModel, table=True):
@@ -209,4 +213,4 @@ class LoginAttempt(SQLModel, table=True):
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False))
     address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))  # client IP; "" when unknown
     succeeded: bool = False  # False until the password has been verified (a check in flight counts as failed)
-    at: dt.datetime = _instant()
+    at: dt.datetime = instant(nullable=False)

@@ -6,18 +6,17 @@ whose heartbeat is older than the lease is dead and gets abandoned by whoever lo
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.core.clock import Clock
 from app.core.db import Database
-from app.core.errors import NotFound, PromptAlreadyRunning
-from app.core.models import Event, EventType, Run, RunSource, RunStatus
+from app.core.errors import NotFound
+from app.core.models import Chat, Event, EventType, Run, RunSource, RunStatus
+from app.core.turns import TurnSpec
 
 ABANDONED_REASON = "the process running this turn stopped before the turn finished"
 MAX_PAGE = 1000
@@ -32,6 +31,11 @@ _FINISH = _RUNS.update().where(_RUNNING).values(status=sa.bindparam("b_status"),
                                                  finished_at=sa.bindparam("b_now"),
                                                  output=_RUNS.c.output + sa.bindparam("b_text", type_=sa.String))
 _INSERT_EVENTS = _EVENTS.insert()
+_TOUCH = _RUNS.update().where(_RUNNING).values(heartbeat_at=sa.bindparam("b_now"))
+_USAGE = _RUNS.update().where(_RUNS.c.id == sa.bindparam("b_run")).values(usage=sa.bindparam("b_usage"))
+_CHATS = Chat.__table__
+_CHAT_SESSION = _CHATS.update().where(_CHATS.c.id == sa.bindparam("b_chat")).values(
+    provider_session_id=sa.bindparam("b_session"))
 _OUTCOME = sa.select(_RUNS.c.status, _RUNS.c.output, _RUNS.c.error).where(_RUNS.c.id == sa.bindparam("b_run"))
 
 
@@ -43,19 +47,7 @@ def _event_row(chat_id: int, run_id: int | None, kind: EventType, text: str, now
     return {"chat_id": chat_id, "run_id": run_id, "type": kind.value, "text": text, "created_at": now}
 
 
-@dataclasses.dataclass(frozen=True)
-class RunStart:
-    """One turn to begin: ``shown_prompt`` is what the transcript shows (default ``prompt``)."""
-
-    chat_id: int
-    prompt: str
-    source: RunSource = RunSource.USER
-    shown_prompt: str | None = None
-    task_id: int | None = None
-    task_run_id: int | None = None
-
-
-def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_seconds: int,
+def begin_runs(s: Session, now: dt.datetime, starts: list[TurnSpec], *, lease_seconds: int,
                instance: str) -> list[Run | None]:
     """Inside a write transaction: take each chat's run lock and log its prompt and ``run_started``.
 
@@ -73,7 +65,7 @@ def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_se
             continue
         busy.add(start.chat_id)
         runs.append(Run(chat_id=start.chat_id, source=start.source.value, status=RunStatus.RUNNING.value,
-                        prompt=start.prompt, instance=instance, task_id=start.task_id,
+                        prompt=start.text, instance=instance, task_id=start.task_id,
                         task_run_id=start.task_run_id, started_at=now, heartbeat_at=now))
     s.add_all([run for run in runs if run is not None])
     s.flush()
@@ -82,27 +74,13 @@ def begin_runs(s: Session, now: dt.datetime, starts: list[RunStart], *, lease_se
         if run is None:
             continue
         kind = EventType.SCHEDULED_PROMPT if start.source == RunSource.SCHEDULE else EventType.PROMPT
-        shown = start.shown_prompt if start.shown_prompt is not None else start.prompt
+        shown = start.shown_prompt if start.shown_prompt is not None else start.text
         events.append(_event_row(run.chat_id, run.id, kind, shown, now))
         events.append(_event_row(run.chat_id, run.id, EventType.RUN_STARTED, start.source.value, now))
     if events:
         s.connection().execute(_INSERT_EVENTS, events)
     return runs
 
-
-def begin_run(db: Database, clock: Clock, chat_id: int, prompt: str, *, source: RunSource,
-              lease_seconds: int, instance: str, shown_prompt: str | None = None,
-              task_id: int | None = None, task_run_id: int | None = None) -> Run:
-    """Take the chat's run lock and log the prompt; raises PromptAlreadyRunning if a live run holds it."""
-    start = RunStart(chat_id, prompt, source, shown_prompt, task_id, task_run_id)
-    try:
-        with db.write() as s:
-            run = begin_runs(s, clock.now(), [start], lease_seconds=lease_seconds, instance=instance)[0]
-            if run is None:
-                raise PromptAlreadyRunning()
-            return run
-    except IntegrityError:
-        raise PromptAlreadyRunning() from None
 
 
 def append_output_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, text: str) -> bool:
@@ -118,6 +96,31 @@ def append_output(db: Database, clock: Clock, run: Run, text: str) -> bool:
     """Log a chunk of assistant text (a group commit with other turns' chunks); False if the run ended."""
     now, run_id, chat_id = clock.now(), run.id, run.chat_id
     return db.combined(lambda s: append_output_in(s, now, run_id, chat_id, text))
+
+
+def append_event_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, kind: EventType, text: str) -> bool:
+    """Inside a write transaction: log a thought, tool, plan or status event of a running run (not
+    part of ``Run.output``); False if the run ended."""
+    if s.connection().execute(_TOUCH, {"b_run": run_id, "b_now": now}).rowcount != 1:
+        return False
+    _event(s, chat_id, run_id, kind, text, now)
+    return True
+
+
+def append_event(db: Database, clock: Clock, run: Run, kind: EventType, text: str) -> bool:
+    """Log one event of a running run (group-committed like text chunks); False if the run ended."""
+    now, run_id, chat_id = clock.now(), run.id, run.chat_id
+    return db.combined(lambda s: append_event_in(s, now, run_id, chat_id, kind, text))
+
+
+def record_usage_in(s: Session, run_id: int, usage_json: str) -> None:
+    """Inside the transaction that ends a run: what the turn cost (``runs.usage``, JSON)."""
+    s.connection().execute(_USAGE, {"b_run": run_id, "b_usage": usage_json})
+
+
+def record_chat_session_in(s: Session, chat_id: int, session_id: str) -> None:
+    """Inside the transaction that ends a run: the agent session later turns of the chat continue."""
+    s.connection().execute(_CHAT_SESSION, {"b_chat": chat_id, "b_session": session_id})
 
 
 def finish_run_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, status: RunStatus,
@@ -141,11 +144,6 @@ def run_outcome_in(s: Session, run_id: int) -> tuple[str, str, str | None] | Non
     row = s.connection().execute(_OUTCOME, {"b_run": run_id}).first()
     return (row[0], row[1], row[2]) if row else None
 
-
-def finish_run(db: Database, clock: Clock, run: Run, status: RunStatus, error: str | None = None) -> bool:
-    """Release the lock with a final status; False if someone already ended the run (e.g. abandoned it)."""
-    with db.write() as s:
-        return finish_run_in(s, clock.now(), run.id, run.chat_id, status, error)
 
 
 def renew_heartbeats(db: Database, clock: Clock, run_ids: Iterable[int]) -> set[int]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from app.core.models import Run, RunSource, RunStatus
+from app.core.providers.base import Usage
 
 
 def instance_id() -> str:
@@ -29,11 +30,13 @@ class RunResult:
     status: RunStatus
     output: str
     error: str | None
+    usage: dict | None = None  # runs.usage as recorded (SPEC §11)
+    session_id: str | None = None  # the agent session the turn ran in, when the provider reported one
 
 
 @dataclasses.dataclass
 class TurnSpec:
-    """A turn to start. ``run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
+    """A turn to start. ``task_run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
     is what the transcript shows when it differs from what the agent receives; ``owner_id`` is the
     user the turn acts for (default: the chat's owner); ``fresh_session`` starts a new provider
     session. When the turn ends, ``record_finish(session, result)`` runs inside the transaction
@@ -45,7 +48,7 @@ class TurnSpec:
     text: str
     source: RunSource = RunSource.USER
     task_id: int | None = None
-    run_id: int | None = None
+    task_run_id: int | None = None
     owner_id: int | None = None
     shown_prompt: str | None = None
     fresh_session: bool = False
@@ -87,6 +90,9 @@ class RunHandle:
         self.on_finish = spec.on_finish if spec else None
         self.record_finish = spec.record_finish if spec else None
         self.grant_id: int | None = None
+        self.fresh_session = spec.fresh_session if spec else False
+        self.usage: Usage | None = None  # what the provider reported, recorded when the run ends
+        self.session_id: str | None = None
         self.cap = OutputCap(cap)
 
     def _set(self, result: RunResult) -> None:

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.core import auth
-from app.ui.pages.login import EXPIRED, OTHER_BROWSER
+from app.ui.state.login import EXPIRED, OTHER_BROWSER
 from tests.e2e.conftest import DEMO_EMAIL, DEMO_PASSWORD, Server, login
 
 pytestmark = pytest.mark.e2e

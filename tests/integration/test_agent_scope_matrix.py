@@ -32,15 +32,15 @@ from sqlmodel import select
 from app.api import create_api
 from app.core import auth, chats, grants, projects
 from app.core.clock import FakeClock, rfc3339
-from app.core.config import Settings
 from app.core.context import Core
-from app.core.grants import PREFIX, Scope, issue_grant, resolve_grant, revoke_grant
+from app.core.grants import PREFIX, Scope, resolve_grant
 from app.core.models import Grant, User
 from app.core.workspace import ASSETS_DIR
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
-from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
+from tests.conftest import database_core
 from tests.integration.apiclient import BROWSER_NONCE, add_user, client_for, table_contents
+from tests.store import issue_grant, revoke_grant
 
 REPO = Path(__file__).resolve().parents[2]
 HOUR = {"kind": "interval", "every_seconds": 3600}
@@ -160,7 +160,7 @@ class World:
     def grant(self, scope: Scope, place: Place, *, task: int | None = None, run: int | None = None,
               clock: FakeClock | None = None) -> str:
         token, _ = issue_grant(self.core.db, clock or self.clock, self.core.settings.grant_ttl_seconds, scope,
-                               place.owner.id, place.chat, place.project, task_id=task, run_id=run)
+                               place.owner.id, place.chat, place.project, task_id=task, task_run_id=run)
         return token
 
     def target(self) -> Target:
@@ -238,27 +238,10 @@ def build_world(core: Core, clock: FakeClock, client: TestClient) -> World:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world per database; every cell builds its own target task in a fresh chat."""
-    tmp = tmp_path_factory.mktemp(f"agent-matrix-{request.param}")
-    schema = base = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'test.db'}"
-    else:
-        base = pg_base_url()
-        if base is None:
-            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
-        url, schema = _pg_schema_url(base)
-    clock = FakeClock()
     # no project quota: the cells of one module add ~150 tasks to Alice's project
-    core = make_core(Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                              run_lease_seconds=5, max_tasks_per_project=0), clock)
-    try:
-        with client_for(core) as client:
-            yield build_world(core, clock, client)
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
+    with database_core(request, tmp_path_factory, "agent-matrix", FakeClock(), max_tasks_per_project=0) as core, \
+            client_for(core) as client:
+        yield build_world(core, core.clock, client)
 
 
 # -- snapshots ---------------------------------------------------------------------------------
@@ -504,13 +487,13 @@ def test_grants_are_random_hashed_bound_and_expiring(world: World) -> None:
     target = world.target()
     token, grant_id = issue_grant(world.core.db, world.clock, world.core.settings.grant_ttl_seconds,
                                   Scope.COMPLETE_SELF, world.alice.id, target.place.chat, world.project,
-                                  task_id=target.task, run_id=target.claim)
+                                  task_id=target.task, task_run_id=target.claim)
     assert token.startswith(PREFIX) and len(token) - len(PREFIX) >= 43  # 32 random bytes, URL-safe base64
     with world.core.db.read() as s:
         row = s.get(Grant, grant_id)
     assert row.token_hash == auth.digest(token) and len(row.token_hash) == 64
     assert token not in json.dumps(table_contents(world.core), default=str), "the plain token was stored"
-    assert (row.scope, row.owner_id, row.chat_id, row.project_id, row.task_id, row.run_id) == (
+    assert (row.scope, row.owner_id, row.chat_id, row.project_id, row.task_id, row.task_run_id) == (
         "complete-self", world.alice.id, target.place.chat, world.project, target.task, target.claim)
     assert row.expires_at - row.created_at == dt.timedelta(seconds=14400)  # CHATCRON_GRANT_TTL_SECONDS default
     # valid until the last instant of its TTL, not at it

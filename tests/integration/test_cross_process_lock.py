@@ -1,7 +1,7 @@
 """The run lock across processes (SPEC §2): a held run blocks every process; a killed holder is abandoned.
 
-A child process takes the run through ``app.core.runs.begin_run`` and keeps renewing its heartbeat
-until it is killed with SIGKILL; the lease is short and the clock is real.
+A child process takes the run through ``tests.store.begin_run`` (the product's ``begin_runs``) and keeps
+renewing its heartbeat until it is killed with SIGKILL; the lease is short and the clock is real.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from app.core.clock import FakeClock, SystemClock
 from app.core.context import Core
 from app.core.errors import PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus
+from tests import store
 
 ROOT = Path(app.__file__).resolve().parent.parent
 LEASE = 2  # seconds
@@ -36,10 +37,11 @@ HOLDER = textwrap.dedent("""
     from app.core.clock import SystemClock
     from app.core.db import Database
     from app.core.models import RunSource
+    from tests import store
 
     url, chat_id, lease, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     db, clock = Database(url), SystemClock()
-    run = runs.begin_run(db, clock, chat_id, "held by the child", source=RunSource.USER,
+    run = store.begin_run(db, clock, chat_id, "held by the child", source=RunSource.USER,
                          lease_seconds=lease, instance="child")
     while True:
         if runs.renew_heartbeats(db, clock, [run.id]) != {run.id}:
@@ -86,7 +88,7 @@ def holder(core: Core, chat: Chat) -> Iterator[subprocess.Popen]:
 
 
 def begin(core: Core, chat_id: int, clock: object = None) -> Run:
-    return runs.begin_run(core.db, clock or SystemClock(), chat_id, "parent", source=RunSource.USER,
+    return store.begin_run(core.db, clock or SystemClock(), chat_id, "parent", source=RunSource.USER,
                           lease_seconds=LEASE, instance="parent")
 
 
@@ -130,4 +132,4 @@ def test_lock_held_by_another_process_then_freed_when_it_dies(core: Core, chat: 
 
     again = begin(core, chat.id)
     assert again.status == RunStatus.RUNNING
-    assert runs.finish_run(core.db, clock, again, RunStatus.SUCCEEDED)
+    assert store.finish_run(core.db, clock, again, RunStatus.SUCCEEDED)

@@ -50,10 +50,11 @@ from app.core import auth, chats, projects
 from app.core.clock import SystemClock
 from app.core.config import Settings
 from app.core.context import Core
-from app.core.grants import Scope, issue_grant
+from app.core.grants import Scope
 from app.schedules.service import Actor, TaskService
 from tests.conftest import make_core
 from tests.integration.apiclient import add_user
+from tests.store import issue_grant
 
 EXAMPLES_ENV = "CHATCRON_FUZZ_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_ENV, "25"))

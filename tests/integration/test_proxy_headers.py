@@ -9,7 +9,7 @@ from app.core import auth
 from tests.integration.apiclient import BROWSER_NONCE, add_user, login_ticket
 
 
-def _claim(core, trusted: tuple[str, ...]) -> str:  # noqa: ANN001
+def _claim(core, trusted: tuple[str, ...]) -> str:
     user = add_user(core, "proxy@example.com")
     ticket = login_ticket(core, user.id)
     client = TestClient(behind_proxies(create_api(lambda: core, core.settings.request_max_bytes), trusted),
@@ -20,11 +20,11 @@ def _claim(core, trusted: tuple[str, ...]) -> str:  # noqa: ANN001
     return response.headers["set-cookie"]
 
 
-def test_a_trusted_proxy_saying_https_gets_a_secure_cookie(core) -> None:  # noqa: ANN001
+def test_a_trusted_proxy_saying_https_gets_a_secure_cookie(core) -> None:
     cookie = _claim(core, ("testclient",))  # the test client's address
     assert "secure" in cookie.lower() and "httponly" in cookie.lower()
 
 
-def test_forwarded_headers_from_anyone_else_are_ignored(core) -> None:  # noqa: ANN001
+def test_forwarded_headers_from_anyone_else_are_ignored(core) -> None:
     cookie = _claim(core, ())
     assert "secure" not in cookie.lower().replace("httponly", "")

@@ -21,13 +21,14 @@ from sqlmodel import select
 
 from app.core import chats, projects
 from app.core.context import Core
-from app.core.grants import Scope, issue_grant, revoke_grant
+from app.core.grants import Scope
 from app.core.models import User
 from app.core.workspace import ASSETS_DIR, workspace_path
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer
+from tests.store import issue_grant, revoke_grant
 
 CRON = ["--cron", "0 9 * * 1-5", "--tz", "Europe/Paris"]
 
@@ -52,7 +53,7 @@ class Agent:
     def grant(self, scope: Scope = Scope.MANAGE, ttl: int = 600, chat_id: int | None = None,
               task_id: int | None = None, run_id: int | None = None) -> tuple[str, int]:
         return issue_grant(self.core.db, self.core.clock, ttl, scope, self.alice.id, chat_id or self.chat_id,
-                           self.project_id, task_id=task_id, run_id=run_id)
+                           self.project_id, task_id=task_id, task_run_id=run_id)
 
     def cli(self, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
         """``scripts/remote-schedule`` run from the workspace with the turn's two variables."""

@@ -7,6 +7,7 @@ import pytest
 from app.core import auth, chats, projects, runs
 from app.core.errors import PromptAlreadyRunning
 from app.core.models import RunSource, RunStatus
+from tests import store
 from tests.conftest import make_core, with_settings
 
 
@@ -51,13 +52,13 @@ def test_a_burst_of_chunks_is_written_in_few_events(core):
 
 def test_dead_run_is_abandoned_after_the_lease_and_chat_freed(core, fake_clock):
     chat = _chat(core)
-    run = runs.begin_run(core.db, fake_clock, chat.id, "x", source=RunSource.USER, lease_seconds=5,
+    run = store.begin_run(core.db, fake_clock, chat.id, "x", source=RunSource.USER, lease_seconds=5,
                          instance="dead-process")
     with pytest.raises(PromptAlreadyRunning):
-        runs.begin_run(core.db, fake_clock, chat.id, "y", source=RunSource.USER, lease_seconds=5, instance="b")
+        store.begin_run(core.db, fake_clock, chat.id, "y", source=RunSource.USER, lease_seconds=5, instance="b")
     fake_clock.advance(6)
     abandoned = runs.abandon_stale_runs(core.db, fake_clock, 5)
     assert [r.id for r in abandoned] == [run.id]
     assert runs.get_run(core.db, run.id).status == RunStatus.ABANDONED
-    again = runs.begin_run(core.db, fake_clock, chat.id, "z", source=RunSource.USER, lease_seconds=5, instance="b")
+    again = store.begin_run(core.db, fake_clock, chat.id, "z", source=RunSource.USER, lease_seconds=5, instance="b")
     assert again.status == RunStatus.RUNNING

@@ -29,6 +29,7 @@ from scheduler import claims
 from scheduler.__main__ import build_loop, limits_of
 from scheduler.adapters import CoreDirectory
 from scheduler.loop import Loop
+from tests import store
 from tests.integration.apiclient import add_user
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # FakeClock's start
@@ -417,7 +418,7 @@ def test_claims_of_a_dead_scheduler_are_abandoned_and_nothing_is_refired(rig: Ri
     held = {}
     for task_id in (recurring, once, bounded, alive):  # claimed, then the process died before starting them
         instance = "sched:alive" if task_id == alive else "sched:dead"
-        held[task_id] = claims.claim(rig.core.db, at(60), task_id, instance, directory, limits).task_run_id
+        held[task_id] = store.claim(rig.core.db, at(60), task_id, instance, directory, limits).task_run_id
     rig.move_to(70)  # the dead instance's lease (5 s) has run out; the live one beats again
     with rig.core.db.write() as s:
         s.exec(sa.update(SchedulerInstance).where(SchedulerInstance.id == "sched:alive").values(heartbeat_at=at(70)))

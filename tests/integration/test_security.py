@@ -32,6 +32,7 @@ from app.core.migrate import alembic_config
 from app.core.models import ApiToken, Grant, LoginAttempt, RunSource, RunStatus, User
 from app.core.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
 from app.schedules.service import Actor
+from tests import store
 from tests.conftest import make_core, with_settings
 from tests.integration import test_agent_scope_matrix as matrix
 from tests.integration.apiclient import BROWSER_NONCE, add_user, bearer, client_for, login_ticket, table_contents
@@ -188,7 +189,7 @@ def test_tokens_are_stored_only_as_sha256_and_compared_in_constant_time(core: Co
     project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", alice)
     chat = chats.create_chat(core.db, core.clock, alice, project.id)
     personal = auth.create_api_token(core.db, core.clock, alice.id)
-    grant, _ = grants.issue_grant(core.db, core.clock, 3600, grants.Scope.MANAGE, alice.id, chat.id, project.id)
+    grant, _ = store.issue_grant(core.db, core.clock, 3600, grants.Scope.MANAGE, alice.id, chat.id, project.id)
     calls: list[tuple[str, Any, Any]] = []
 
     def spy_for(module: str) -> Any:
@@ -220,7 +221,7 @@ def test_expired_and_revoked_tokens_are_refused(clocked_core: Core, fake_clock: 
     project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", alice)
     chat = chats.create_chat(core.db, core.clock, alice, project.id)
     personal = auth.create_api_token(core.db, core.clock, alice.id)
-    grant, grant_id = grants.issue_grant(core.db, core.clock, 60, grants.Scope.MANAGE, alice.id, chat.id, project.id)
+    grant, grant_id = store.issue_grant(core.db, core.clock, 60, grants.Scope.MANAGE, alice.id, chat.id, project.id)
     token, path = (personal, "/api/projects") if how == "personal-revoked" else (grant, "/agent-api/schedules")
     with client_for(core) as client:
         assert client.get(path, headers=bearer(token)).status_code == 200
@@ -229,7 +230,7 @@ def test_expired_and_revoked_tokens_are_refused(clocked_core: Core, fake_clock: 
             with core.db.write() as s:
                 s.exec(sa.update(ApiToken).values(revoked_at=core.clock.now()))
         elif how == "grant-revoked":
-            grants.revoke_grant(core.db, core.clock, grant_id)
+            store.revoke_grant(core.db, core.clock, grant_id)
         else:
             fake_clock.advance(1)
         response = client.get(path, headers=bearer(token))

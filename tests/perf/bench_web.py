@@ -38,6 +38,7 @@ from sqlmodel import select
 from app.core import auth, chats, runs
 from app.core.models import Event, EventType, Run, RunSource, RunStatus
 from app.schedules.service import Actor, TaskService
+from tests import store
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, free_port
 from tests.integration.procs import ROOT, Schedulers, wait_for
 from tests.perf.bench_burst import make_tasks
@@ -164,7 +165,7 @@ def ui_latency(b: Bench, url: str, sizes: Sizes) -> tuple[list[float], list[floa
                 page.goto(f"/chat/{chat.id}")
                 page.get_by_test_id("chat-title").wait_for()
                 page.evaluate(OBSERVER_JS)
-            run = runs.begin_run(b.core.db, b.core.clock, chat.id, "bench", source=RunSource.USER,
+            run = store.begin_run(b.core.db, b.core.clock, chat.id, "bench", source=RunSource.USER,
                                  lease_seconds=3600, instance="bench")
             time.sleep(1.0)  # every page has seen the prompt and is tailing
             for i in range(sizes.ui_repeats):
@@ -178,7 +179,7 @@ def ui_latency(b: Bench, url: str, sizes: Sizes) -> tuple[list[float], list[floa
                 every.extend(seen)
                 slowest.append(max(seen))
                 time.sleep(0.3)
-            runs.finish_run(b.core.db, b.core.clock, run, RunStatus.SUCCEEDED)
+            store.finish_run(b.core.db, b.core.clock, run, RunStatus.SUCCEEDED)
         finally:
             browser.close()
     return every, slowest

@@ -2,50 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import reflex as rx
 
-from app.core import auth
-from app.core.context import get_core
-from app.core.errors import InvalidCredentials
-
-WRONG = "Wrong email or password."
-EXPIRED = "That login link expired; log in again."
-OTHER_BROWSER = "That login link belongs to another browser; log in here."
-NO_NONCE = "This browser has no login cookie yet; reload the page, then log in (cookies must be allowed)."
-
-
-class LoginState(rx.State):
-    error: str = ""
-
-    @rx.event
-    def read_error(self):
-        error = self.router.url.query_parameters.get("error")
-        self.error = (OTHER_BROWSER if error == auth.TicketRefusal.OTHER_BROWSER else EXPIRED) if error else ""
-
-    @rx.event
-    async def submit(self, form: dict):
-        core = get_core()
-        # The pre-login cookie this tab's socket was opened with: the ticket will work only there.
-        nonce = auth.cookie_value(self.router.headers.cookie, auth.LOGIN_COOKIE)
-        if not nonce:
-            self.error = NO_NONCE
-            return None
-        try:
-            user = await asyncio.to_thread(
-                auth.authenticate, core.db, str(form.get("email", "")), str(form.get("password", "")),
-                address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
-        except auth.TooManyAttempts as exc:
-            self.error = exc.message
-            return None
-        except InvalidCredentials:
-            self.error = WRONG
-            return None
-        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id, nonce)
-        self.error = ""
-        # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
-        return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")
+from app.ui.state.login import LoginState
 
 
 def login_page() -> rx.Component:

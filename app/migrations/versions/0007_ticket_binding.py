@@ -1,7 +1,7 @@
 """login tickets bound to the browser that logged in
 
-Revision ID: 0005_ticket_binding
-Revises: 0004_token_expiry
+Revision ID: 0007_ticket_binding
+Revises: 0006_agent_sessions_usage
 Create Date: 2026-12-02 10:00:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0005_ticket_binding'
-down_revision = '0004_token_expiry'
+revision = '0007_ticket_binding'
+down_revision = '0006_agent_sessions_usage'
 branch_labels = None
 depends_on = None
 
