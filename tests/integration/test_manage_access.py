@@ -143,7 +143,7 @@ def build_world(store: Database, workspaces: Path) -> World:
         world.sessions[name] = auth.create_session(store, CLOCK, world.users[name], 3600)
         world.tokens[name] = auth.create_api_token(store, CLOCK, world.users[name], "laptop")
     auth.create_session(store, CLOCK, world.users["alice"], 3600)  # a second browser
-    auth.create_login_ticket(store, CLOCK, world.users["alice"])  # a login in flight
+    auth.create_login_ticket(store, CLOCK, world.users["alice"], "alice's browser")  # a login in flight
     for pid in world.projects.values():
         (workspaces / str(pid)).mkdir(parents=True)
         (workspaces / str(pid) / "notes.md").write_text("agent files")
@@ -329,8 +329,8 @@ def test_deleting_every_member_in_turn_leaves_consistent_tables(cli: Cli, store:
 
 
 def test_a_ticket_of_a_deleted_user_cannot_be_claimed(cli: Cli, store: Database, world: World) -> None:
-    ticket = auth.create_login_ticket(store, CLOCK, world.users["dave"])
+    ticket = auth.create_login_ticket(store, CLOCK, world.users["dave"], "dave's browser")
     ok(cli.run("delete-user", "--email", "dave@example.com"))
     tickets = [row for row in dump(store)["web_sessions"] if row["kind"] == SessionKind.TICKET.value]
     assert [row["user_id"] for row in tickets] == [world.users["alice"]]  # dave's went with him
-    assert auth.redeem_login_ticket(store, CLOCK, ticket, 3600) is None
+    assert auth.redeem_login_ticket(store, CLOCK, ticket, "dave's browser", 3600) == auth.TicketRefusal.EXPIRED

@@ -35,7 +35,7 @@ from app.schedules.service import Actor
 from tests import store
 from tests.conftest import make_core, with_settings
 from tests.integration import test_agent_scope_matrix as matrix
-from tests.integration.apiclient import add_user, bearer, client_for, table_contents
+from tests.integration.apiclient import BROWSER_NONCE, add_user, bearer, client_for, login_ticket, table_contents
 
 PASSWORD = "password-1"  # what add_user's users log in with
 LOCKED = "Too many failed logins; try again in 15 minutes."
@@ -163,8 +163,9 @@ def test_the_migration_adds_the_table_and_its_indexes(core: Core) -> None:
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_session_cookie_flags(core: Core, scheme: str) -> None:
     user = add_user(core, "alice@example.com")
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
-    with TestClient(create_api(lambda: core, 65536), base_url=f"{scheme}://testserver") as client:
+    ticket = login_ticket(core, user.id)
+    with TestClient(create_api(lambda: core, 65536), base_url=f"{scheme}://testserver",
+                    cookies={auth.LOGIN_COOKIE: BROWSER_NONCE}) as client:
         response = client.get("/auth/claim", params={"ticket": ticket}, follow_redirects=False)
     [header] = [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.SESSION_COOKIE + "=")]
     flags = {part.strip().partition("=")[0].lower(): part.strip().partition("=")[2] for part in header.split(";")[1:]}
