@@ -17,7 +17,7 @@ class ConfigError(ValueError):
     """A setting has a value the product cannot run with; the message names the variable."""
 
 
-PROVIDERS = ("demo", "command", "openai")
+PROVIDERS = ("demo", "command", "openai", "acp")
 
 
 def _int(minimum: int) -> Callable[[str, str], int]:
@@ -92,6 +92,10 @@ class Settings:
     login_max_failures_per_address: int = 20
     login_window_seconds: int = 900
     test_postgres_url: str = ""
+    agents_dir_override: Path | None = None  # CHATCRON_AGENTS_DIR; default <data-dir>/agents
+    agent_idle_seconds: int = 300
+    max_agent_processes: int = 8
+    agent_cancel_grace_seconds: float = 5.0
 
     @property
     def db_url(self) -> str:
@@ -104,6 +108,11 @@ class Settings:
     def workspaces_dir(self) -> Path:
         """Folder holding one workspace per project."""
         return self.data_dir / "workspaces"
+
+    @property
+    def agents_dir(self) -> Path:
+        """Where presets are installed (``install-agent``): one folder per preset."""
+        return self.agents_dir_override or self.data_dir / "agents"
 
 
 # variable suffix → (field, parser)
@@ -136,6 +145,10 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "LOGIN_MAX_FAILURES_PER_ADDRESS": ("login_max_failures_per_address", _int(1)),
     "LOGIN_WINDOW_SECONDS": ("login_window_seconds", _int(1)),
     "TEST_POSTGRES_URL": ("test_postgres_url", _text),
+    "AGENTS_DIR": ("agents_dir_override", lambda n, v: Path(_text(n, v))),
+    "AGENT_IDLE_SECONDS": ("agent_idle_seconds", _int(0)),
+    "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
+    "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
 }
 

@@ -8,6 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
+from app.core.config import Settings
+
 
 def workspace_path(root: Path, project_id: int) -> Path:
     """The workspace folder of a project; refuses ids that could name another folder."""
@@ -25,6 +27,30 @@ def ensure_workspace(root: Path, project_id: int) -> Path:
     path = workspace_path(root, project_id)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def agent_home(settings: Settings, project_id: int) -> Path:
+    """``<data-dir>/agent-homes/<project-id>/``: the HOME of every agent of the project (agent CLIs
+    keep their sessions and credentials there); created absolute, since an agent resolves a
+    relative HOME against its session's working directory."""
+    path = workspace_path(settings.data_dir / "agent-homes", project_id)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def loose_agent_dirs(settings: Settings, chat_id: int) -> tuple[Path, Path]:
+    """(home, working directory) of an agent in a loose chat, which has no project workspace."""
+    base = workspace_path(settings.data_dir / "agent-homes" / "loose", chat_id)
+    home, work = base / "home", base / "work"
+    for folder in (home, work):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return home, work
+
+
+def agent_token_file(settings: Settings, chat_id: int) -> Path:
+    """Where a warm agent of the chat finds its turn's schedule token (SCHEDULE_API_TOKEN_FILE):
+    outside every agent home, one folder per chat, the file present only during a turn."""
+    return workspace_path(settings.data_dir / "agent-tokens", chat_id) / "token"
 
 
 ASSETS_DIR = Path(__file__).resolve().parent / "agent_assets"
