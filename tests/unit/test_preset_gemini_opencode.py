@@ -32,23 +32,35 @@ def test_gemini_env_keeps_everything_in_the_agent_home(tmp_path: Path) -> None:
     assert "GEMINI_MODEL" not in gemini.PRESET.env(tmp_path, tmp_path, {})
 
 
-def test_gemini_system_settings_turn_off_updates_and_statistics(tmp_path: Path) -> None:
+def test_gemini_settings_turn_off_updates_and_statistics_in_both_layers(tmp_path: Path) -> None:
     gemini.PRESET.prepare_home(tmp_path, {})
-    written = json.loads((tmp_path / ".gemini" / "chatcron-settings.json").read_text())
-    assert written["general"]["disableAutoUpdate"] is True and written["general"]["enableAutoUpdate"] is False
-    assert written["privacy"] == {"usageStatisticsEnabled": False} and written["telemetry"] == {"enabled": False}
-    assert "security" not in written, "no key configured: an admin's own login choice stands"
+    for name in ("chatcron-settings.json", "settings.json"):
+        written = json.loads((tmp_path / ".gemini" / name).read_text())
+        assert written["general"] == {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
+        assert written["privacy"] == {"usageStatisticsEnabled": False} and written["telemetry"] == {"enabled": False}
+        assert "security" not in written, "no key configured: an admin's own login choice stands"
 
 
-def test_gemini_uses_the_configured_key_and_never_rewrites_the_users_settings(tmp_path: Path) -> None:
+def test_gemini_uses_the_configured_key_and_keeps_the_users_other_settings(tmp_path: Path) -> None:
     user = tmp_path / ".gemini" / "settings.json"
     user.parent.mkdir()
-    user.write_text('// an admin wrote this\n{"security": {"auth": {"selectedType": "oauth-personal"}}}\n')
-    before = user.read_bytes()
+    user.write_text('{"security": {"auth": {"selectedType": "oauth-personal"}}, "privacy": {"x": 1}, "ui": []}')
     gemini.PRESET.prepare_home(tmp_path, {"env.GEMINI_API_KEY": "k"})
-    written = json.loads((tmp_path / ".gemini" / "chatcron-settings.json").read_text())
-    assert written["security"] == {"auth": {"selectedType": "gemini-api-key"}}
+    system = json.loads((tmp_path / ".gemini" / "chatcron-settings.json").read_text())
+    assert system["security"] == {"auth": {"selectedType": "gemini-api-key"}}
+    assert json.loads(user.read_text()) == {"security": {"auth": {"selectedType": "oauth-personal"}},
+                                            "privacy": {"x": 1, "usageStatisticsEnabled": False}, "ui": [],
+                                            "general": gemini.QUIET["general"], "telemetry": {"enabled": False}}
+
+
+def test_gemini_leaves_a_user_settings_file_it_cannot_parse(tmp_path: Path) -> None:
+    user = tmp_path / ".gemini" / "settings.json"
+    user.parent.mkdir()
+    user.write_text('// an admin wrote this\n{"model": {"name": "x"}}\n')
+    before = user.read_bytes()
+    gemini.PRESET.prepare_home(tmp_path, {})
     assert user.read_bytes() == before
+    assert (tmp_path / ".gemini" / "chatcron-settings.json").is_file()
 
 
 # -- opencode --------------------------------------------------------------------------------------
@@ -100,6 +112,20 @@ def test_opencode_env_is_offline_and_inside_the_agent_home(tmp_path: Path) -> No
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
         "model": "mock/model-1"}
     assert "OPENCODE_PERMISSION" not in env, "allow: opencode's own defaults"
+
+
+def test_opencode_home_has_the_plugin_types_marked_installed(tmp_path: Path) -> None:
+    opencode.PRESET.prepare_home(tmp_path, {})
+    folder = tmp_path / ".config" / "opencode"
+    lock = json.loads((folder / "package-lock.json").read_text())
+    assert (folder / "node_modules").is_dir() and "@opencode-ai/plugin" in lock["packages"][""]["dependencies"]
+
+
+def test_opencode_home_an_admin_installed_is_left_alone(tmp_path: Path) -> None:
+    folder = tmp_path / ".config" / "opencode"
+    (folder / "node_modules" / "some-plugin").mkdir(parents=True)
+    opencode.PRESET.prepare_home(tmp_path, {})
+    assert not (folder / "package-lock.json").exists()
 
 
 @pytest.mark.parametrize("policy", ["deny", "ask", None])

@@ -50,6 +50,7 @@ BUNDLED_MODELS = frozenset({"gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex
 KNOWN_SAFE = ("base64", "cat", "cd", "cut", "echo", "expr", "false", "find", "git", "grep", "head", "id",
               "ls", "nl", "numfmt", "paste", "pwd", "rev", "rg", "sed", "seq", "stat", "tac", "tail", "tr",
               "true", "uname", "uniq", "wc", "which", "whoami")
+FALLBACK_CONTEXT_WINDOW = 272000
 INSTRUCTIONS = (
     "You are a coding agent working in a project's workspace for the people in a chat. Run shell "
     "commands with the shell_command tool (they run in the workspace); look before you change "
@@ -155,6 +156,8 @@ def model_catalog(model: str) -> dict[str, object]:
         "supports_reasoning_summaries": False, "support_verbosity": False,
         "supports_parallel_tool_calls": False, "experimental_supported_tools": [],
         "truncation_policy": {"mode": "tokens", "limit": 10000},
+        # Codex's fallback window; without one, codex-acp sends no usage_update at all.
+        "context_window": FALLBACK_CONTEXT_WINDOW,
         "base_instructions": INSTRUCTIONS,
     }]}
 

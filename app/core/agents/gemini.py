@@ -5,10 +5,10 @@ Gemini CLI keeps its settings, sessions and login in ``~/.gemini`` (``GEMINI_CLI
 the agent home, so a HOME from elsewhere cannot redirect it). ``session/new`` fails with
 "Gemini API key is missing or not configured" unless a key (``env.GEMINI_API_KEY``, put into
 the agent's environment by the provider) or another login exists; starting a session makes no
-model call. At start, without settings, it looks for updates and sends usage statistics:
-``prepare_home`` turns those off in a settings file of the product's own
-(``GEMINI_CLI_SYSTEM_SETTINGS_PATH``), so the user's ``~/.gemini/settings.json`` (which may hold
-comments, an admin's Vertex AI login…) is never rewritten.
+model call. At start, without settings, it looks for updates and sends usage statistics
+(``play.googleapis.com``): ``prepare_home`` turns those off, in a settings file of the
+product's own (``GEMINI_CLI_SYSTEM_SETTINGS_PATH``, the layer that wins over a workspace's
+``.gemini/``) and in the user's ``~/.gemini/settings.json``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ SYSTEM_SETTINGS = "chatcron-settings.json"
 
 # settings.json values the product owns: no update checks, no usage statistics, no telemetry.
 QUIET: dict[str, dict[str, Any]] = {
-    "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "enableAutoUpdate": False,
-                "enableAutoUpdateNotification": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},  # 0.61.0's names
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
 }
@@ -68,12 +67,37 @@ def system_settings_path(home: Path) -> Path:
     return home / ".gemini" / SYSTEM_SETTINGS
 
 
-def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
-    path = system_settings_path(home)
+def _write_json(path: Path, value: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(system_settings(settings), indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def user_settings(existing: Mapping[str, Any]) -> dict[str, Any]:
+    """``existing`` with the QUIET keys set (their tables merged, everything else kept)."""
+    merged = dict(existing)
+    for table, keys in QUIET.items():
+        current = merged.get(table)
+        merged[table] = {**(current if isinstance(current, dict) else {}), **keys}
+    return merged
+
+
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+    """Write the product's system layer, and the QUIET keys into ``~/.gemini/settings.json`` too:
+    0.61.0 reads the usage-statistics switch from the user's file only (with it only in the
+    system layer, every start still sends statistics). A user file that is not plain JSON (Gemini
+    CLI allows comments) is an admin's and is left as it is."""
+    _write_json(system_settings_path(home), system_settings(settings))
+    user = home / ".gemini" / "settings.json"
+    try:
+        existing = json.loads(user.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        existing = {}
+    except (OSError, ValueError):
+        return
+    if isinstance(existing, dict):
+        _write_json(user, user_settings(existing))
 
 
 PRESET = Preset(

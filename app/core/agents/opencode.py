@@ -106,9 +106,27 @@ def _env(install_dir: Path, home: Path, settings: Mapping[str, str]) -> dict[str
     return env
 
 
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+    """Keep opencode from installing ``@opencode-ai/plugin`` from the npm registry at every start.
+
+    For each config folder it runs a background ``npm install`` unless the folder has a
+    ``node_modules`` and a lock file that already lists the package (the types for plugins
+    written in that folder, which chatcron does not use). A folder an admin really installed
+    plugins into is left alone.
+    """
+    folder = home / ".config" / "opencode"
+    if (folder / "node_modules").exists():
+        return
+    (folder / "node_modules").mkdir(parents=True, mode=0o700)
+    lock = {"name": "opencode-config", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"dependencies": {"@opencode-ai/plugin": VERSION}}}}
+    (folder / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
+
+
 PRESET = Preset(
     name="opencode",
     packages={PACKAGE: VERSION},
     argv=_argv,
     env=_env,
+    prepare_home=_prepare_home,
 )
