@@ -134,3 +134,54 @@ def test_prepare_home_keeps_codexs_own_files(tmp_path: Path) -> None:
     sessions.write_text("{}\n")
     codex.PRESET.prepare_home(tmp_path, {})
     assert sessions.read_text() == "{}\n"
+
+
+def _rollout(home: Path, session_id: str, totals: list[tuple[int, int, int]], *, day: str = "2026/12/01",
+             padding: int = 0) -> Path:
+    path = home / ".codex" / "sessions" / day / f"rollout-2026-12-01T10-00-00-{session_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"type": "session_meta", "payload": {"id": session_id}})]
+    for n_in, n_out, cached in totals:
+        lines.append(json.dumps({"type": "response_item", "payload": {"type": "message", "text": "x" * padding}}))
+        lines.append(json.dumps({"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": n_in, "cached_input_tokens": cached, "output_tokens": n_out,
+                                  "reasoning_output_tokens": 0, "total_tokens": n_in + n_out},
+            "last_token_usage": {"input_tokens": 1, "output_tokens": 1}}}}))
+    lines.append(json.dumps({"type": "event_msg", "payload": {"type": "task_complete"}}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+SID = "01a23363-153e-7a10-852e-2802830a5d68"
+
+
+def test_session_usage_is_the_last_cumulative_total(tmp_path: Path) -> None:
+    _rollout(tmp_path, SID, [(120, 30, 0), (240, 60, 100)])
+    assert codex.session_usage(tmp_path, SID) == {"input_tokens": 240, "output_tokens": 60, "cached_tokens": 100}
+
+
+def test_session_usage_finds_the_total_before_a_long_tail(tmp_path: Path) -> None:
+    path = _rollout(tmp_path, SID, [(7, 8, 9)])
+    with path.open("a") as f:  # a turn's items after the last count, longer than the tail read first
+        f.write(json.dumps({"type": "response_item", "payload": {"text": "y" * (codex.TAIL_BYTES + 10)}}) + "\n")
+    assert codex.session_usage(tmp_path, SID) == {"input_tokens": 7, "output_tokens": 8, "cached_tokens": 9}
+
+
+def test_session_usage_prefers_the_newest_file_with_a_count(tmp_path: Path) -> None:
+    _rollout(tmp_path, SID, [(10, 1, 0)], day="2026/11/30")
+    _rollout(tmp_path, SID, [(50, 5, 0)], day="2026/12/01")
+    assert codex.session_usage(tmp_path, SID)["input_tokens"] == 50
+
+
+@pytest.mark.parametrize("session_id", ["", "../../etc", "*", "a" * 65], ids=["empty", "path", "glob", "long"])
+def test_session_usage_of_an_odd_or_unknown_session_is_none(tmp_path: Path, session_id: str) -> None:
+    _rollout(tmp_path, SID, [(1, 1, 1)])
+    assert codex.session_usage(tmp_path, session_id) is None
+    assert codex.session_usage(tmp_path, "01a23363-0000-0000-0000-000000000000") is None
+
+
+def test_session_usage_skips_broken_lines(tmp_path: Path) -> None:
+    path = _rollout(tmp_path, SID, [(3, 4, 0)])
+    with path.open("a") as f:
+        f.write('{"type": "event_msg", "payload": {"type": "token_count", "info": null}}\n{"token_count" broken\n')
+    assert codex.session_usage(tmp_path, SID) == {"input_tokens": 3, "output_tokens": 4, "cached_tokens": 0}

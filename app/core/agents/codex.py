@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -200,6 +201,54 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
     else:
         _remove(folder / RULES)
     _write(folder / "config.toml", config)
+
+
+_SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
+TAIL_BYTES = 256 * 1024
+
+
+def _last_token_count(path: Path) -> dict[str, object] | None:
+    """The ``total_token_usage`` of the last ``token_count`` event in a rollout file; the tail is
+    read first (the newest event is near the end), the whole file only when the tail has none."""
+    size = path.stat().st_size
+    for start in ((max(0, size - TAIL_BYTES), 0) if size > TAIL_BYTES else (0,)):
+        with path.open("rb") as f:
+            f.seek(start)
+            lines = f.read().splitlines()
+        for line in reversed(lines[1:] if start else lines):  # a cut first line is not JSON
+            if b'"token_count"' not in line:
+                continue
+            try:
+                info = json.loads(line)["payload"]["info"]
+                total = info["total_token_usage"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(total, dict):
+                return total
+    return None
+
+
+def session_usage(home: Path, session_id: str) -> dict[str, int] | None:
+    """The session's cumulative tokens as Codex recorded them in its rollout file
+    (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``), or None.
+
+    codex-acp 0.16.0 reports no usage on the prompt's answer and its ``usage_update`` carries only
+    how full the context window is, so a turn's tokens are the difference of these totals before
+    and after it. ``input_tokens`` includes the cached ones (OpenAI's convention).
+    """
+    if not _SESSION_ID.fullmatch(session_id):
+        return None
+    files = sorted((codex_home(home) / "sessions").glob(f"*/*/*/rollout-*-{session_id}.jsonl"), reverse=True)
+    for path in files:
+        try:
+            total = _last_token_count(path)
+        except OSError:
+            continue
+        if total is not None:
+            counts = {"input_tokens": total.get("input_tokens"), "output_tokens": total.get("output_tokens"),
+                      "cached_tokens": total.get("cached_input_tokens")}
+            return {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    return None
 
 
 PRESET = Preset(
