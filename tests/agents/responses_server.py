@@ -74,13 +74,22 @@ def shell(command: str, call_id: str | None = None) -> Call:
 
 
 @dataclasses.dataclass(frozen=True)
+class Custom:
+    """A call of a freeform ("custom") tool, e.g. codex's ``apply_patch`` whose input is the patch text."""
+
+    name: str
+    input: str
+    call_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Reasoning:
     """A reasoning item with one summary part (ACP agents show it as a thought)."""
 
     text: str
 
 
-Item = Text | Call | Reasoning
+Item = Text | Call | Custom | Reasoning
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +166,11 @@ class Request:
                 value = i.get("output")
                 out[i.get("call_id", "")] = value if isinstance(value, str) else json.dumps(value)
         return out
+
+    def custom_outputs(self) -> dict[str, str]:
+        """call id → the output of a freeform tool (``custom_tool_call_output``)."""
+        kind = "custom_tool_call_output"
+        return {i.get("call_id", ""): str(i.get("output")) for i in self.input if i.get("type") == kind}
 
     def last_item(self) -> dict[str, Any]:
         return self.input[-1] if self.input else {}
@@ -305,7 +319,8 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = step(Text(ResponsesServer.EXHAUSTED))
         if scripted.status != 200:
             return self._json(scripted.status, {"error": {"message": scripted.error, "type": "scripted_error"}})
-        missing = [i.name for i in scripted.items if isinstance(i, Call) and i.name not in request.tool_names()]
+        offered = request.tool_names()
+        missing = [i.name for i in scripted.items if isinstance(i, Call | Custom) and i.name not in offered]
         if missing:
             self.owner._problem(f"the script calls {missing}, the request offered {request.tool_names()}")
         try:
@@ -339,6 +354,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._text(index, item, scripted.delta_delay)
             elif isinstance(item, Reasoning):
                 self._reasoning(index, item)
+            elif isinstance(item, Custom):
+                self._custom(index, item)
             else:
                 self._call(index, item)
         self._event({"type": "response.completed", "response": {
@@ -376,6 +393,14 @@ class _Handler(BaseHTTPRequestHandler):
                 "name": item.name, "arguments": json.dumps(item.arguments), "status": "completed"}
         self._event({"type": "response.output_item.added", "output_index": index,
                      "item": dict(wire, arguments="", status="in_progress")})
+        self._event({"type": "response.output_item.done", "output_index": index, "item": wire})
+
+    def _custom(self, index: int, item: Custom) -> None:
+        wire = {"type": "custom_tool_call", "id": self.owner._id("ctc"),
+                "call_id": item.call_id or self.owner._id("call"), "name": item.name, "input": item.input,
+                "status": "completed"}
+        self._event({"type": "response.output_item.added", "output_index": index,
+                     "item": dict(wire, input="", status="in_progress")})
         self._event({"type": "response.output_item.done", "output_index": index, "item": wire})
 
 

@@ -13,6 +13,7 @@ import pytest
 from tests.agents.responses_server import (
     SHELL_TOOL,
     Call,
+    Custom,
     Reasoning,
     ResponsesServer,
     Text,
@@ -125,6 +126,17 @@ def test_a_reasoning_step_streams_a_summary(server: ResponsesServer) -> None:
                                                                             "text": "Weighing it."}]}
     assert [e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta"] == ["Weighing it."]
     assert done[1]["type"] == "message"
+
+
+def test_a_custom_tool_call_carries_its_freeform_input(server: ResponsesServer) -> None:
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    server.add(step(Custom("apply_patch", patch)))
+    _, _, events = post(server, body(user("x"), tools=[{"type": "custom", "name": "apply_patch"}]))
+    (item,) = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert item["type"] == "custom_tool_call" and item["input"] == patch
+    post(server, body(user("x"), {"type": "custom_tool_call_output", "call_id": item["call_id"], "output": "ok"}))
+    assert server.requests[1].custom_outputs() == {item["call_id"]: "ok"}
+    assert server.problems[1:] == [] and "no step left" in server.problems[0]
 
 
 def test_calling_a_tool_the_request_did_not_offer_is_a_problem(server: ResponsesServer) -> None:
