@@ -257,4 +257,5 @@ PRESET = Preset(
     argv=_argv,
     env=_env,
     prepare_home=_prepare_home,
+    session_usage=session_usage,
 )
