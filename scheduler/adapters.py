@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy.exc import SQLAlchemyError
+import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from app.core.db import Database
+from app.core.db import STORE_FAILURES, Database
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
 from app.core.prompt import PromptService
 from app.core.turns import RunResult, TurnSpec
+from app.schedules.model import TaskRun
 from scheduler.decisions import Auth
 from scheduler.protocols import AuthKey, ChatBusy, ChatGone, Fire, FireHooks, TurnOutcome
 
@@ -59,11 +60,21 @@ def _outcome(result: RunResult) -> TurnOutcome:
     return TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error)
 
 
-def _record(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.record_finish
-    return lambda s, result: hooks.record(s, request, _outcome(result))
+_TASK_RUNS = TaskRun.__table__
+_SESSION = _TASK_RUNS.update().where(_TASK_RUNS.c.id == sa.bindparam("b_id")).values(
+    provider_session_id=sa.bindparam("b_session"))
 
 
-def _after(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.on_finish
+def _record(hooks: FireHooks, request: Fire):  # a TurnSpec.record_finish
+    def record(s: Session, result: RunResult) -> None:
+        hooks.record(s, request, _outcome(result))
+        if request.fresh_session and result.session_id:  # a fresh fire's session is its own (SPEC §11)
+            s.connection().execute(_SESSION, {"b_id": request.task_run_id, "b_session": result.session_id})
+
+    return record
+
+
+def _after(hooks: FireHooks, request: Fire):  # a TurnSpec.on_finish
     return lambda result: hooks.finished(request, _outcome(result))
 
 
@@ -87,7 +98,7 @@ class CoreDirectory:
                     verdicts[(chat_id, project_id, owner)] = _verdict(chats.get(chat_id), project_id, owner, user,
                                                                      access.get((owner, project_id), False))
                 return verdicts
-        except SQLAlchemyError as exc:
+        except STORE_FAILURES as exc:
             return {key: (Auth.TRANSIENT, f"could not check access: {type(exc).__name__}") for key in keys}
 
 

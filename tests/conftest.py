@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -66,7 +67,7 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
                     run_lease_seconds=5, min_interval_seconds=60)
 
 
-def make_core(settings: Settings, clock=None) -> Core:  # noqa: ANN001
+def make_core(settings: Settings, clock=None) -> Core:
     core = build_core(settings, clock or SystemClock())
     upgrade(core.db)
     return core
@@ -97,3 +98,29 @@ def clocked_core(settings: Settings, fake_clock: FakeClock) -> Iterator[Core]:
 
 def with_settings(settings: Settings, **changes: object) -> Settings:
     return dataclasses.replace(settings, **changes)
+
+
+@contextlib.contextmanager
+def database_core(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                  clock=None, **changes: object) -> Iterator[Core]:
+    """A migrated core on the database ``request.param`` names ("sqlite" or "postgres"), for a
+    module-scoped fixture: a SQLite file in its own temp folder, or a fresh PostgreSQL schema
+    dropped afterwards (the PostgreSQL variant is skipped, saying why, when CI's URL is unset)."""
+    tmp = tmp_path_factory.mktemp(f"{name}-{request.param}")
+    schema = base = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp / 'test.db'}"
+    else:
+        base = pg_base_url()
+        if base is None:
+            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
+        url, schema = _pg_schema_url(base)
+    settings = Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0, run_lease_seconds=5)
+    core = make_core(dataclasses.replace(settings, **changes), clock)
+    try:
+        yield core
+    finally:
+        core.prompts.shutdown(2.0)
+        core.db.dispose()
+        if schema is not None:
+            _drop_schema(base, schema)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.core.origins import parse_origin
+
 
 class ConfigError(ValueError):
     """A setting has a value the product cannot run with; the message names the variable."""
@@ -59,6 +61,18 @@ def _provider(name: str, raw: str) -> str:
     return value
 
 
+def _origins(name: str, raw: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for item in (x for x in raw.split(",") if x.strip()):
+        try:
+            origin = parse_origin(item)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+        if origin not in found:
+            found.append(origin)
+    return tuple(found)
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every tunable of the product; defaults are the documented ones (README, SPEC §9)."""
@@ -88,6 +102,7 @@ class Settings:
     run_history_limit: int = 200
     session_ttl_seconds: int = 14 * 24 * 3600
     trusted_proxies: tuple[str, ...] = ()  # addresses whose X-Forwarded-Proto/-For are believed
+    allowed_origins: tuple[str, ...] = ()  # browser origins let in with credentials; () = the served URL's
     login_max_failures_per_account: int = 5
     login_max_failures_per_address: int = 20
     login_window_seconds: int = 900
@@ -150,6 +165,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
     "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
+    "ALLOWED_ORIGINS": ("allowed_origins", _origins),
 }
 
 PREFIX = "CHATCRON_"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,7 +24,16 @@ from app.core.models import Event, EventType, User
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
 from app.schedules import timing
-from app.schedules.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
+from app.schedules.model import (
+    TASK_DEFAULTS,
+    CreatedBy,
+    Overlap,
+    ScheduledTask,
+    SessionMode,
+    TaskRun,
+    TaskStatus,
+    Trigger,
+)
 from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
@@ -74,7 +84,7 @@ class TaskService:
         merged = dict(body)
         if partial_of is not None:
             current = {"name": partial_of.name, "prompt": partial_of.prompt,
-                       "schedule": json.loads(partial_of.schedule), "overlap": partial_of.overlap,
+                       "schedule": partial_of.schedule_dict(), "overlap": partial_of.overlap,
                        "max_runs": partial_of.max_runs, "session": partial_of.session}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
@@ -90,8 +100,8 @@ class TaskService:
             raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
         return TaskSpec(name=name, prompt=prompt, schedule=schedule,
                         schedule_json=json.dumps(schedule_to_dict(schedule), sort_keys=True),
-                        overlap=_enum(Overlap, merged.get("overlap", Overlap.QUEUE_ONE.value), "overlap"),
-                        session=_enum(SessionMode, merged.get("session", SessionMode.RESUME.value), "session"),
+                        overlap=_enum(Overlap, merged.get("overlap", TASK_DEFAULTS["overlap"]), "overlap"),
+                        session=_enum(SessionMode, merged.get("session", TASK_DEFAULTS["session"]), "session"),
                         max_runs=_max_runs(merged.get("max_runs")))
 
     def _check_timing(self, schedule: Any) -> None:
@@ -185,12 +195,12 @@ class TaskService:
 
     def update(self, actor: Actor, task_id: int, body: dict[str, Any]) -> ScheduledTask:
         """Edit the definition (users only; agents may rename). A new schedule recomputes next_run_at from now."""
-        task = self.get(actor, task_id)
-        if actor.is_agent and set(body) - {"name"}:
-            raise Forbidden("an agent may only rename a schedule; a user must change its definition")
         unknown = sorted(set(body) - set(EDITABLE))
         if unknown:
             raise InvalidInput(unknown[0], "unknown field")
+        task = self.get(actor, task_id)  # 404 before 403 for a schedule the agent cannot see
+        if actor.is_agent and set(body) - {"name"}:
+            raise Forbidden("an agent may only rename a schedule; a user must change its definition")
         spec = self.validate(body, partial_of=task)
         now = self.clock.now()
 
@@ -229,7 +239,7 @@ class TaskService:
 
     def _activate(self, row: ScheduledTask) -> None:
         now = self.clock.now()
-        schedule = parse_schedule(json.loads(row.schedule))
+        schedule = row.parsed_schedule()
         next_at = timing.next_occurrence(schedule, now, armed_at=now)
         if next_at is None:
             raise Conflict("its time has passed; edit the schedule first")
@@ -296,7 +306,7 @@ class TaskService:
         self.waker.notify()
         return row
 
-    def _mutate(self, task_id: int, change, expect: tuple[TaskStatus, ...] | None = None) -> ScheduledTask:  # noqa: ANN001
+    def _mutate(self, task_id: int, change, expect: tuple[TaskStatus, ...] | None = None) -> ScheduledTask:
         with self.db.write() as s:
             row = s.exec(select(ScheduledTask).where(ScheduledTask.id == task_id)
                          .with_for_update() if not self.db.sqlite else
@@ -315,7 +325,7 @@ class TaskService:
 
 
 
-def _enum(cls, value: object, field: str):  # noqa: ANN001, ANN202
+def _enum(cls, value: object, field: str):
     try:
         return cls(value)
     except ValueError:
@@ -330,3 +340,16 @@ def _max_runs(value: object) -> int | None:
     return value
 
 
+
+
+def forget_chats(s: Session, chat_ids: Sequence[int]) -> None:
+    """Inside the caller's transaction: delete the schedules of chats that are being deleted, with
+    their history (``accounts.delete_user``); raises Conflict while one of them has a fire in flight."""
+    tasks = select(ScheduledTask.id).where(ScheduledTask.chat_id.in_(chat_ids))
+    busy = s.exec(tasks.where(ScheduledTask.active_run_id.is_not(None))).first()
+    if busy is not None:
+        raise Conflict(f"schedule {busy} has a fire in flight in a chat that would be deleted; "
+                       "try again when it has finished")
+    s.exec(sa.delete(TaskRun).where(TaskRun.task_id.in_(tasks)).execution_options(synchronize_session=False))
+    s.exec(sa.delete(ScheduledTask).where(ScheduledTask.chat_id.in_(chat_ids))
+           .execution_options(synchronize_session=False))

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
-from app.schedules.spec import ScheduleError, describe_schedule, parse_instant, parse_schedule
+from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
@@ -52,6 +51,7 @@ class RunRow:
     late: str
     duration: str
     error: str
+    usage: str = ""  # "1,234 in · 567 out · $0.0123" of the turn, when the agent reported it
 
 
 @dataclasses.dataclass
@@ -154,7 +154,7 @@ def seconds_text(seconds: float) -> str:
 
 def task_zone(task: ScheduledTask, viewer_zone: str) -> dt.tzinfo:
     """A cron task's own zone; every other kind is shown in the viewer's zone."""
-    schedule = json.loads(task.schedule)
+    schedule = task.schedule_dict()
     return zone_of(schedule.get("timezone") or viewer_zone)
 
 
@@ -177,9 +177,10 @@ def _enum_or(cls: Any, value: str | None, default: Any) -> Any:
 
 
 def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
-             history: Sequence[TaskRun] | None = None, index: int = 0) -> TaskRow:
+             history: Sequence[TaskRun] | None = None, index: int = 0,
+             usage: Mapping[int, str] | None = None) -> TaskRow:
     """The drawer row of ``task`` (``index``: its place in the list, for its colour); ``history``
-    (newest first) is given for expanded rows only."""
+    (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines."""
     zone = task_zone(task, viewer_zone)
     status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
     outcome = _enum_or(RunOutcome, task.last_run_status, None)
@@ -188,7 +189,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         else task.next_run_at
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
-        description=describe(json.loads(task.schedule), zone), prompt=task.prompt,
+        description=describe(task.schedule_dict(), zone), prompt=task.prompt,
         next_rel=relative(next_at, now) if next_at and status is TaskStatus.ACTIVE else "—",
         next_abs=absolute(next_at, zone) if next_at and status is TaskStatus.ACTIVE else _no_next(status),
         last_rel=relative(task.last_run_at, now) if task.last_run_at else "never",
@@ -201,7 +202,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         can_resume=status in (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED),
         can_run_now=status is not TaskStatus.DRAFT,
         expanded=history is not None,
-        history=[run_row(run, zone) for run in history or ()],
+        history=[run_row(run, zone, (usage or {}).get(run.run_id or 0, "")) for run in history or ()],
         accent=MARKER_COLORS[index % len(MARKER_COLORS)],
     )
 
@@ -221,8 +222,8 @@ def _pending(task: ScheduledTask) -> str:
     return ""
 
 
-def run_row(run: TaskRun, zone: dt.tzinfo) -> RunRow:
-    """One history line: nominal vs actual start, lateness, duration, error."""
+def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
+    """One history line: nominal vs actual start, lateness, duration, error, the turn's usage."""
     outcome = _enum_or(RunOutcome, run.status, RunOutcome.FAILED)
     started = run.started_at or run.claimed_at
     late = (started - run.occurrence_at).total_seconds() if started else 0.0
@@ -236,7 +237,7 @@ def run_row(run: TaskRun, zone: dt.tzinfo) -> RunRow:
         late=f"+{seconds_text(late)}" if late >= 0.5 else "on time",
         duration=seconds_text(duration) if duration is not None else ("running" if outcome is RunOutcome.RUNNING
                                                                       else "—"),
-        error=run.error or "",
+        error=run.error or "", usage=usage,
     )
 
 
@@ -255,7 +256,7 @@ def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: i
     first = max(task.next_run_at, now)
     fires = [first]
     try:
-        schedule = parse_schedule(json.loads(task.schedule))
+        schedule = task.parsed_schedule()
         fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
     except ScheduleError:
         pass

@@ -33,11 +33,11 @@ def client(core: Core) -> Iterator[TestClient]:
         yield c
 
 
-def claim(client: TestClient, ticket: str):  # noqa: ANN201 - an httpx response
+def claim(client: TestClient, ticket: str):  # an httpx response
     return client.get("/auth/claim", params={"ticket": ticket}, follow_redirects=False)
 
 
-def cookie_attributes(response) -> dict[str, str]:  # noqa: ANN001 - an httpx response
+def cookie_attributes(response) -> dict[str, str]:  # an httpx response
     """The Set-Cookie attributes of the session cookie, names lower-cased ("httponly" → "")."""
     headers = [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.SESSION_COOKIE + "=")]
     assert len(headers) == 1, response.headers.get_list("set-cookie")
@@ -205,7 +205,7 @@ def test_api_token_is_stored_only_as_its_sha256(core: Core, user: User) -> None:
     assert SHA256_HEX.match(row.token_hash)
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
     assert token not in _database_text(core)
-    assert auth.user_for_token(core.db, token).id == user.id
+    assert auth.user_for_token(core.db, core.clock, token).id == user.id
 
 
 def test_session_and_ticket_are_stored_only_as_their_sha256(core: Core, user: User, client: TestClient) -> None:

@@ -4,7 +4,8 @@ Prints one JSON object per line, ``{"metric", "value", "unit", "target", "ok", "
 on SQLite and, when ``CHATCRON_TEST_POSTGRES_URL`` is set, on PostgreSQL (in a throw-away schema);
 then one machine line ``{"machine": {...}}``. Each figure sets up its own temp data dir and real
 processes (see the modules): bench_cron (time engine), fire lateness (bench_scheduler),
-bench_burst, bench_idle, bench_web (wake via HTTP, UI latency, API list rate).
+bench_burst, bench_idle, bench_web (wake via HTTP, UI latency, API list rate), bench_agent (fire →
+first text with the real Claude Code agent, cold and warm; its memory).
 
 ``--quick`` is the CI smoke run: small sizes, a few seconds each, the same code paths; its values
 mean nothing. A figure that fails prints its lines with ``value: null, ok: false`` and the traceback
@@ -30,11 +31,13 @@ import sqlalchemy as sa
 from app.core.db import normalize_url
 from app.schedules.service import TaskService
 from tests.integration.procs import Schedulers
-from tests.perf import bench_burst, bench_cron, bench_idle, bench_scheduler, bench_web
+from tests.perf import bench_agent, bench_burst, bench_cron, bench_idle, bench_scheduler, bench_web
 from tests.perf.common import PG_ENV, databases, emit, median, percentile, prepared
 
 CRON_TARGET_PER_S = float(bench_cron.TARGET_PER_S)
 LATENESS_P99_TARGET_MS = 100.0
+AGENT_METRICS = ["agent_first_text_cold_p50_ms", "agent_first_text_cold_p95_ms", "agent_first_text_warm_p50_ms",
+                 "agent_first_text_warm_p95_ms", "agent_process_rss_mb"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,12 +48,13 @@ class Plan:
     burst: bench_burst.Sizes
     idle: bench_idle.Sizes
     web: bench_web.Sizes
+    agent: bench_agent.Sizes
 
 
 FULL = Plan(5000, 7, bench_scheduler.Sizes(wake_samples=0, tasks=200, window_s=60.0),
-            bench_burst.FULL, bench_idle.FULL, bench_web.FULL)
+            bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL)
 QUICK = Plan(300, 3, bench_scheduler.Sizes(wake_samples=0, tasks=20, window_s=4.0),
-             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK)
+             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK)
 
 
 def cron_figure(plan: Plan) -> None:
@@ -127,13 +131,15 @@ def _guarded(name: str, metrics: list[str], db: str | None, figure: Callable[[],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    parser.add_argument("--only", help="comma-separated figure groups: cron,lateness,burst,idle,web")
+    parser.add_argument("--only", help="comma-separated figure groups: cron,lateness,burst,idle,web,agent")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
-    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web"}
+    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent"}
     ok = True
     if "cron" in only:
         ok &= _guarded("cron", ["cron_next_per_s"], None, lambda: cron_figure(plan))
+    if "agent" in only:  # the agent's figures do not depend on the store: SQLite only
+        ok &= _guarded("agent", AGENT_METRICS, "sqlite", lambda: bench_agent.bench("sqlite", plan.agent))
     for kind in databases():
         groups = [
             ("lateness", ["fire_lateness_p50_ms", "fire_lateness_p99_ms"],

@@ -129,8 +129,8 @@ class AgentPool:
     def close(self, timeout: float = 10.0) -> None:
         """Close every agent (SIGTERM, then SIGKILL after the grace) and stop the loop."""
         with self._lock:
-            loop, self._closed = self._loop, True
-        if loop is None:
+            loop, was_closed, self._closed = self._loop, self._closed, True
+        if loop is None or was_closed:
             return
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._close_all(), loop).result(timeout)
