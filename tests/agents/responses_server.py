@@ -404,5 +404,5 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"type": "response.output_item.done", "output_index": index, "item": wire})
 
 
-def _lower(headers: Any) -> dict[str, str]:  # noqa: ANN401 - http.client.HTTPMessage
+def _lower(headers: Any) -> dict[str, str]:  # an http.client.HTTPMessage
     return {k.lower(): v for k, v in headers.items()}

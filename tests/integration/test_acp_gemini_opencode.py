@@ -27,19 +27,13 @@ from app.core.providers.acp import AcpProvider
 from app.core.providers.acp_agent import WarmAgent
 from app.core.providers.base import TurnRequest
 from app.core.workspace import agent_home, ensure_workspace
-from tests.agents.codex_rig import TEST_AGENTS_DIR
+from tests.agents.rig import TEST_AGENTS_DIR
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 
 START_SECONDS = 180.0
 
 pytestmark = pytest.mark.heavy_agent
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """These tests exercise agent processes, not the store: SQLite only."""
-    return f"sqlite:///{tmp_path / 'test.db'}"
 
 
 @pytest.fixture
@@ -79,6 +73,7 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # agent processes, not the store
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_preset_installs_and_starts_a_session(core: Core, name: str) -> None:
     options, listed = CASES[name]
