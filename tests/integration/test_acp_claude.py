@@ -142,18 +142,16 @@ def test_a_restart_of_both_processes_between_turns_loses_nothing(rig: AgentRig, 
     first = finished(rig.core.prompts.start(rig.chat, "Remember: the release is on Friday."))
     assert first.status == RunStatus.SUCCEEDED, first
     session = rig.chat_row().provider_session_id
-    again = reopen(rig)  # new prompt service, provider factory and agents: nothing warm survives
-    try:
-        model.play(text("It is on Friday."))
-        second = finished(again.core.prompts.start(again.chat, "When is the release?"))
-        assert second.status == RunStatus.SUCCEEDED, second
-        assert second.output == "It is on Friday." and second.session_id == session
-        said = user_texts(model.main_requests()[-1])
-        assert said[0] == "Remember: the release is on Friday." and said[-1] == "When is the release?"
-        assert "status" not in [e.type for e in again.events(second.run_id)]
-    finally:
-        again.close()
-        rig.api = again.api  # closed already; the fixture's close is then harmless
+    old_core = rig.core
+    reopen(rig)  # new prompt service, provider factory and agents: nothing warm survives
+    assert rig.core is not old_core and rig.pool.pids() == {}
+    model.play(text("It is on Friday."))
+    second = finished(rig.core.prompts.start(rig.chat, "When is the release?"))
+    assert second.status == RunStatus.SUCCEEDED, second
+    assert second.output == "It is on Friday." and second.session_id == session
+    said = user_texts(model.main_requests()[-1])
+    assert said[0] == "Remember: the release is on Friday." and said[-1] == "When is the release?"
+    assert "status" not in [e.type for e in rig.events(second.run_id)]
 
 
 # -- the agent misbehaves, the policy refuses, the session is gone (the store does not matter) ------

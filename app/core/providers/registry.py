@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from app.core.agents import presets
 from app.core.config import Settings
+from app.core.errors import InvalidInput
 from app.core.models import Project
 from app.core.providers import openai
 from app.core.providers.acp import ASK_LATER, POLICIES, AcpConfig, AcpProvider
@@ -51,6 +52,10 @@ def project_settings(project: Project | None) -> dict[str, object]:
         raise ProviderError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     if not isinstance(value, dict):
         raise ProviderError(f"{where} must be a JSON object")
+    return _validated(value, where)
+
+
+def _validated(value: dict[str, object], where: str) -> dict[str, object]:
     for key, item in value.items():
         if key.startswith(ENV_PREFIX):
             if not _ENV_NAME.fullmatch(key[len(ENV_PREFIX):]):
@@ -84,23 +89,48 @@ def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
     return openai.OpenAIProvider(config)
 
 
-def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
-    """The acp provider's settings, checked; raises ProviderError naming the setting."""
+def checked_settings(provider: str, raw: Mapping[str, str]) -> dict[str, object]:
+    """What ``set-provider`` stores: the admin's KEY=VALUE strings, whole numbers parsed, checked as a
+    turn checks them (whether a preset is installed aside); raises InvalidInput naming the setting."""
+    values: dict[str, object] = dict(raw)
+    for key, text in raw.items():
+        if SETTING_TYPES.get(key) is int:
+            try:
+                values[key] = int(text.strip())
+            except ValueError:
+                raise InvalidInput(f"--setting {key}", f"{text!r} is not a whole number") from None
+    try:
+        options = _validated(values, "set-provider")
+        if provider == "acp":
+            _acp_choices(options)
+    except ProviderError as exc:
+        raise InvalidInput("--setting", str(exc)) from None
+    return values
+
+
+def _acp_choices(options: Mapping[str, object]) -> tuple[str, str, str]:
+    """(agent, command, tool_policy) of acp settings; raises ProviderError naming the setting."""
     agent, command = str(options.get("agent") or ""), str(options.get("command") or "")
     if bool(agent) == bool(command):
         raise ProviderError("acp settings: set exactly one of agent (a preset: "
                             f"{', '.join(sorted(presets.PRESETS))}) or command (an ACP agent command line)")
+    if agent and agent not in presets.PRESETS:
+        raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
+                            f"{', '.join(sorted(presets.PRESETS))})")
     policy = str(options.get("tool_policy") or "allow")
     if policy == "ask":
         raise ProviderError(ASK_LATER)
     if policy not in POLICIES:
         raise ProviderError(f"acp setting tool_policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    return agent, command, policy
+
+
+def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
+    """The acp provider's settings, checked; raises ProviderError naming the setting."""
+    agent, command, policy = _acp_choices(options)
     preset = install_dir = None
     if agent:
-        preset = presets.PRESETS.get(agent)
-        if preset is None:
-            raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
-                                f"{', '.join(sorted(presets.PRESETS))})")
+        preset = presets.PRESETS[agent]
         try:
             install_dir = presets.require_installed(preset, settings.agents_dir)
         except presets.AgentInstallError as exc:
