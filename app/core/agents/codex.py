@@ -258,4 +258,5 @@ PRESET = Preset(
     env=_env,
     prepare_home=_prepare_home,
     session_usage=session_usage,
+    check=config_toml,
 )
