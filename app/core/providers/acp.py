@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import os
 import queue
 import threading
@@ -99,11 +100,13 @@ class AcpProvider:
             return _launch(argv, workspace=cwd, home=home, env=env, read_only=read_only)
 
         key = (argv, tuple(sorted(env.items())), str(home), str(cwd))
+        tokens = self.config.preset.session_usage if self.config.preset is not None else None
         return TurnPlan(chat_id=request.chat_id, run_id=request.run_id, key=key, launch=launch, cwd=cwd,
                         prompt=request.text, session_id=request.session_id, history=request.history,
                         history_budget=self.config.history_budget, previous_run_id=request.previous_run_id,
                         fresh=request.fresh_session, policy=self.config.policy, model=self.config.model,
-                        workspace=request.workspace), token_file
+                        workspace=request.workspace,
+                        session_tokens=functools.partial(tokens, home) if tokens else None), token_file
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         stream = stream_of(emit)

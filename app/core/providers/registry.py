@@ -102,7 +102,10 @@ def checked_settings(provider: str, raw: Mapping[str, str]) -> dict[str, object]
     try:
         options = _validated(values, "set-provider")
         if provider == "acp":
-            _acp_choices(options)
+            agent, _, _ = _acp_choices(options)
+            check = presets.PRESETS[agent].check if agent else None
+            if check is not None:  # the preset's own settings (e.g. codex's base URL)
+                check({k: v for k, v in options.items() if isinstance(v, str)})
     except ProviderError as exc:
         raise InvalidInput("--setting", str(exc)) from None
     return values
