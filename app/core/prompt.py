@@ -33,9 +33,10 @@ from app.core.runs import (
     renew_heartbeats,
     run_outcome_in,
 )
+from app.core.sandbox import hand_over
 from app.core.timers import TIMERS, Workers
 from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
-from app.core.workspace import ensure_workspace, publish_assets, skill_text
+from app.core.workspace import agent_home, ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
 
@@ -142,6 +143,7 @@ class PromptService:
         if project.id in checked:
             return checked[project.id]
         workspace = ensure_workspace(self.settings.workspaces_dir, project.id)
+        hand_over(self.settings, workspace)  # the agent owns its workspace (sandboxed: its uid)
         if self._needs_tools(chat, spec):
             checked[project.id] = workspace
             rewritten = publish_assets(workspace)
@@ -190,7 +192,8 @@ class PromptService:
                 handle.grant_id = grant[1]
                 if spec.source == RunSource.SCHEDULE:
                     text = f"{text}\n\n---\n{skill_text()}"
-            request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
+            home = agent_home(self.settings, project.id) if project is not None else None
+            request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, home=home, env=env,
                                   session_id=None if spec.fresh_session else chat.provider_session_id,
                                   history=histories.get(chat.id, ()))
             self._workers.submit(self._drive, run, project, request, handle)

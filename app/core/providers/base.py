@@ -21,6 +21,7 @@ class TurnRequest:
     run_id: int
     text: str  # the prompt as the agent sees it (a fire's text is the full envelope)
     workspace: Path | None
+    home: Path | None = None  # the project's agent home (the agent's HOME); None for a loose chat
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)  # SCHEDULE_API_* when enabled
     settings: Mapping[str, object] = dataclasses.field(default_factory=dict)  # per-project settings
     session_id: str | None = None

@@ -22,7 +22,7 @@ from app.core.config import Settings
 from app.core.models import Project
 from app.core.providers import openai
 from app.core.providers.base import Provider, ProviderError
-from app.core.providers.command import NO_COMMAND, CommandProvider, base_environment, split_command
+from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
 
 # key → expected type; one table for every provider so a project can switch provider and keep its values
@@ -54,11 +54,11 @@ def project_settings(project: Project | None) -> dict[str, object]:
     return {key: item.strip() if isinstance(item, str) else item for key, item in value.items()}
 
 
-def _command(settings: Settings, options: Mapping[str, object], base_env: Mapping[str, str]) -> Provider:
+def _command(settings: Settings, options: Mapping[str, object]) -> Provider:
     line = str(options.get("command") or "") or settings.provider_command
     if not line.strip():
         raise ProviderError(NO_COMMAND)
-    return CommandProvider(split_command(line), base_env)
+    return CommandProvider(split_command(line), settings)
 
 
 def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
@@ -72,14 +72,12 @@ def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
 def make_provider_factory(settings: Settings) -> Callable[[Project | None], Provider]:
     """A function project → provider, bound to these settings; it raises ProviderError when the
     chosen provider is unknown or misconfigured (the turn then fails with that message)."""
-    base_env = base_environment()  # taken once, like the settings
-
     def factory(project: Project | None) -> Provider:
         name = (project.provider if project and project.provider else None) or settings.provider
         if name == "demo":
-            return DemoProvider(settings.demo_word_delay_seconds)
+            return DemoProvider(settings.demo_word_delay_seconds, settings)
         if name == "command":
-            return _command(settings, project_settings(project), base_env)
+            return _command(settings, project_settings(project))
         if name == "openai":
             return _openai(settings, project_settings(project))
         raise ProviderError(f"unknown provider {name!r}")

@@ -88,7 +88,7 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
     if found is not None:
         raise SandboxError(found)
     workspace, home = workspace.absolute(), home.absolute()
-    extra = tuple(Path(p).absolute() for p in read_only)
+    extra = tuple(dict.fromkeys(Path(p).absolute() for p in (*settings.agent_read_only_paths, *read_only)))
     _check(settings, workspace, home, extra)
     base = {"PATH": bwrap.SANDBOX_PATH, "HOME": str(home), **BASE_ENV, **_visible_ca(settings, extra)}
     passwd, group = bwrap.passwd_lines(settings.agent_uid, settings.agent_gid, home)
@@ -154,16 +154,17 @@ def health(settings: Settings) -> dict[str, str]:
     return out
 
 
-def log_mode(settings: Settings, process: str) -> None:
+def log_mode(settings: Settings) -> None:
     """Said at every start of a process: ``off`` loudly, and a sandbox that cannot reach its data dir."""
+    pid = os.getpid()
     if settings.agent_sandbox == "off":
-        log.warning("action=agent_sandbox_off process=%s detail=agents run unfenced, as the server's uid, "
-                    "with no limits (CHATCRON_AGENT_SANDBOX=off)", process)
+        log.warning("action=agent_sandbox_off pid=%s detail=agents run unfenced, as the server's uid, "
+                    "with no limits (CHATCRON_AGENT_SANDBOX=off)", pid)
         return
     if not switches_uid(settings):
-        log.warning("action=agent_sandbox_same_uid process=%s detail=the server is not root: sandboxed agents "
-                    "keep the server's uid on the host", process)
+        log.warning("action=agent_sandbox_same_uid pid=%s detail=the server is not root: sandboxed agents "
+                    "keep the server's uid on the host", pid)
     try:
         require_reachable(settings, [settings.workspaces_dir.resolve() / "0"])
     except SandboxError as exc:
-        log.error("action=agent_sandbox_unreachable process=%s detail=%s", process, exc)
+        log.error("action=agent_sandbox_unreachable pid=%s detail=%s", pid, exc)

@@ -17,9 +17,9 @@ from app.core.config import Settings
 _LIMITS = (
     ("agent_max_procs", "CHATCRON_AGENT_MAX_PROCS", "processes",
      re.compile(r"Resource temporarily unavailable|fork: retry|[Cc]annot fork|BlockingIOError|EAGAIN")),
-    ("agent_max_memory_bytes", "CHATCRON_AGENT_MAX_MEMORY_BYTES", "memory (bytes)",
+    ("agent_max_memory_bytes", "CHATCRON_AGENT_MAX_MEMORY_BYTES", "memory",
      re.compile(r"MemoryError|Cannot allocate memory|[Oo]ut of memory|allocation failed|ENOMEM|bad_alloc")),
-    ("agent_max_file_bytes", "CHATCRON_AGENT_MAX_FILE_BYTES", "file size (bytes)",
+    ("agent_max_file_bytes", "CHATCRON_AGENT_MAX_FILE_BYTES", "file size",
      re.compile(r"File too large|File size limit exceeded|EFBIG")),
 )
 _BWRAP_EXEC = re.compile(r"^bwrap: execvp (.+)$", re.M)
@@ -41,11 +41,11 @@ def _status(code: int, sandboxed: bool) -> str:
 
 
 def limit_hint(settings: Settings, code: int, stderr_tail: str) -> str | None:
-    """'it hit the sandbox's <what> limit (<VARIABLE>=<value>)', or None."""
+    """'sandbox limit reached: <what>, <VARIABLE>=<value>', or None."""
     xfsz = code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ)
     for field, variable, what, pattern in _LIMITS:
         if pattern.search(stderr_tail) or (xfsz and field == "agent_max_file_bytes"):
-            return f"it hit the sandbox's {what} limit ({variable}={getattr(settings, field)})"
+            return f"sandbox limit reached: {what}, {variable}={getattr(settings, field)}"
     return None
 
 
