@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+
+import sqlalchemy as sa
 
 from app.schedules import timing
 from app.schedules.model import Overlap, ScheduledTask, TaskStatus, Trigger
-from app.schedules.spec import parse_schedule
 from scheduler.decisions import NextFn, TaskView
-
-
-def load_schedule(task: ScheduledTask) -> Any:
-    """The parsed schedule of a stored task."""
-    return parse_schedule(json.loads(task.schedule))
 
 
 def next_after_fn(task: ScheduledTask) -> NextFn:
     """next regular occurrence strictly after an instant, for this task's schedule."""
-    schedule = load_schedule(task)
+    schedule = task.parsed_schedule()
 
     def next_after(after: dt.datetime) -> dt.datetime | None:
         return timing.next_occurrence(schedule, after, armed_at=task.armed_at)
@@ -27,7 +22,9 @@ def next_after_fn(task: ScheduledTask) -> NextFn:
     return next_after
 
 
-def task_view(task: ScheduledTask) -> TaskView:
+def task_view(task: ScheduledTask | sa.Row) -> TaskView:
+    """The decision snapshot of a task, or of a plain row of its columns (``claims.finish_in`` reads
+    rows without the ORM on the hot path)."""
     return TaskView(
         status=TaskStatus(task.status),
         kind=json.loads(task.schedule)["kind"],

@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict
 from app.api.deps import Id, bearer, core_of
 from app.api.schedules import TaskIn, TasksDep, _sent, task_json
 from app.core.clock import rfc3339
-from app.core.errors import Forbidden, InvalidInput
+from app.core.errors import Forbidden
 from app.core.grants import GrantView, Scope, resolve_grant
-from app.schedules.service import EDITABLE, Actor
+from app.schedules.model import TASK_DEFAULTS
+from app.schedules.service import Actor
 
 router = APIRouter(prefix="/agent-api")
 USER_ONLY = "only a user can arm or resume a schedule; ask the user to do it in the Schedules drawer"
@@ -74,7 +75,7 @@ def list_schedules(actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
 
 @router.post("/schedules", status_code=201)
 def create_schedule(body: TaskIn, response: Response, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    data = {"overlap": "queue_one", "session": "resume", "max_runs": None, **_sent(body)}
+    data = {**TASK_DEFAULTS, **_sent(body)}
     task, created = tasks.create(actor, actor.agent_chat_id, data)
     if not created:
         response.status_code = 200
@@ -88,14 +89,7 @@ def get_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
 
 @router.patch("/schedules/{tid}")
 def patch_schedule(tid: Id, body: NamePatch, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    sent = body.model_dump(exclude_unset=True)
-    unknown = sorted(set(sent) - {"name", *EDITABLE})
-    if unknown:
-        raise InvalidInput(unknown[0], "unknown field")
-    if set(sent) - {"name"}:
-        tasks.get(actor, tid)  # 404 before 403 for a schedule the agent cannot see
-        raise Forbidden("an agent may only rename a schedule; a user must change its definition")
-    return task_json(tasks.update(actor, tid, sent))
+    return task_json(tasks.update(actor, tid, body.model_dump(exclude_unset=True)))
 
 
 @router.delete("/schedules/{tid}", status_code=204)

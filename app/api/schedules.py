@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -15,6 +14,7 @@ from app.core.models import User
 from app.core.wake import DatabaseWaker
 from app.schedules import preview as previews
 from app.schedules import spec
+from app.schedules.model import TASK_DEFAULTS
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError
 
@@ -37,7 +37,7 @@ TasksDep = Annotated[TaskService, Depends(tasks_of)]
 
 def task_json(t: Any) -> dict[str, Any]:
     """A ScheduledTask as the API shows it (``enabled`` is ``status == "active"``)."""
-    schedule = json.loads(t.schedule)
+    schedule = t.schedule_dict()
     return {
         "id": t.id, "chat_id": t.chat_id, "project_id": t.project_id, "owner": t.owner, "name": t.name,
         "prompt": t.prompt, "schedule": schedule, "description": describe_schedule(schedule),
@@ -77,9 +77,9 @@ class TaskIn(Strict):
     name: Any = None
     prompt: Any = None
     schedule: Any = None
-    overlap: Any = "queue_one"
+    overlap: Any = TASK_DEFAULTS["overlap"]
     max_runs: Any = None
-    session: Any = "resume"
+    session: Any = TASK_DEFAULTS["session"]
     idempotency_key: Any = None
 
 
@@ -117,7 +117,7 @@ def list_schedules(cid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
 
 @router.post("/chats/{cid}/schedules", status_code=201)
 def create_schedule(cid: Id, body: TaskIn, response: Response, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    data = {"overlap": "queue_one", "session": "resume", "max_runs": None, **_sent(body)}
+    data = {**TASK_DEFAULTS, **_sent(body)}
     task, created = tasks.create(Actor(user), cid, data)
     if not created:
         response.status_code = 200

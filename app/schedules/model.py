@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.core.models import UTCDateTime
+from app.schedules.spec import Schedule, parse_schedule
 
 
 def _instant(nullable: bool = True, index: bool = False) -> dt.datetime:
@@ -51,6 +54,11 @@ class SessionMode(enum.StrEnum):
     FRESH = "fresh"  # new session seeded with the envelope and the previous fire's output
 
 
+# What a new task gets for the fields a create request leaves out (both APIs, the dialog, the service).
+TASK_DEFAULTS: dict[str, object] = {"overlap": Overlap.QUEUE_ONE.value, "session": SessionMode.RESUME.value,
+                                    "max_runs": None}
+
+
 class CreatedBy(enum.StrEnum):
     USER = "user"
     AGENT = "agent"
@@ -76,8 +84,8 @@ class ScheduledTask(SQLModel, table=True):
     name: str = Field(max_length=120)
     prompt: str
     schedule: str  # normalized schedule as JSON (kind once/cron/interval)
-    overlap: str = Overlap.QUEUE_ONE.value
-    session: str = SessionMode.RESUME.value
+    overlap: str = str(TASK_DEFAULTS["overlap"])
+    session: str = str(TASK_DEFAULTS["session"])
     max_runs: int | None = None
     run_count: int = 0
     status: str = Field(default=TaskStatus.ACTIVE.value, index=True)
@@ -97,6 +105,14 @@ class ScheduledTask(SQLModel, table=True):
     idempotency_key: str | None = Field(default=None, max_length=200)
     created_at: dt.datetime = _instant(nullable=False)
     updated_at: dt.datetime = _instant(nullable=False)
+
+    def schedule_dict(self) -> dict[str, Any]:
+        """The stored (normalized) schedule as the API shows it: ``{"kind": ..., ...}``."""
+        return json.loads(self.schedule)
+
+    def parsed_schedule(self) -> Schedule:
+        """The stored schedule as a value the timing code evaluates."""
+        return parse_schedule(self.schedule_dict())
 
 
 class TaskRun(SQLModel, table=True):

@@ -23,7 +23,16 @@ from app.core.models import Event, EventType, User
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
 from app.schedules import timing
-from app.schedules.model import CreatedBy, Overlap, ScheduledTask, SessionMode, TaskRun, TaskStatus, Trigger
+from app.schedules.model import (
+    TASK_DEFAULTS,
+    CreatedBy,
+    Overlap,
+    ScheduledTask,
+    SessionMode,
+    TaskRun,
+    TaskStatus,
+    Trigger,
+)
 from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
@@ -74,7 +83,7 @@ class TaskService:
         merged = dict(body)
         if partial_of is not None:
             current = {"name": partial_of.name, "prompt": partial_of.prompt,
-                       "schedule": json.loads(partial_of.schedule), "overlap": partial_of.overlap,
+                       "schedule": partial_of.schedule_dict(), "overlap": partial_of.overlap,
                        "max_runs": partial_of.max_runs, "session": partial_of.session}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
@@ -90,8 +99,8 @@ class TaskService:
             raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
         return TaskSpec(name=name, prompt=prompt, schedule=schedule,
                         schedule_json=json.dumps(schedule_to_dict(schedule), sort_keys=True),
-                        overlap=_enum(Overlap, merged.get("overlap", Overlap.QUEUE_ONE.value), "overlap"),
-                        session=_enum(SessionMode, merged.get("session", SessionMode.RESUME.value), "session"),
+                        overlap=_enum(Overlap, merged.get("overlap", TASK_DEFAULTS["overlap"]), "overlap"),
+                        session=_enum(SessionMode, merged.get("session", TASK_DEFAULTS["session"]), "session"),
                         max_runs=_max_runs(merged.get("max_runs")))
 
     def _check_timing(self, schedule: Any) -> None:
@@ -185,12 +194,12 @@ class TaskService:
 
     def update(self, actor: Actor, task_id: int, body: dict[str, Any]) -> ScheduledTask:
         """Edit the definition (users only; agents may rename). A new schedule recomputes next_run_at from now."""
-        task = self.get(actor, task_id)
-        if actor.is_agent and set(body) - {"name"}:
-            raise Forbidden("an agent may only rename a schedule; a user must change its definition")
         unknown = sorted(set(body) - set(EDITABLE))
         if unknown:
             raise InvalidInput(unknown[0], "unknown field")
+        task = self.get(actor, task_id)  # 404 before 403 for a schedule the agent cannot see
+        if actor.is_agent and set(body) - {"name"}:
+            raise Forbidden("an agent may only rename a schedule; a user must change its definition")
         spec = self.validate(body, partial_of=task)
         now = self.clock.now()
 
@@ -229,7 +238,7 @@ class TaskService:
 
     def _activate(self, row: ScheduledTask) -> None:
         now = self.clock.now()
-        schedule = parse_schedule(json.loads(row.schedule))
+        schedule = row.parsed_schedule()
         next_at = timing.next_occurrence(schedule, now, armed_at=now)
         if next_at is None:
             raise Conflict("its time has passed; edit the schedule first")

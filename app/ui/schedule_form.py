@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -96,13 +95,13 @@ def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
 
 def original_of(task: ScheduledTask) -> dict[str, Any]:
     """A stored task as a body, to diff edits against."""
-    return {"name": task.name, "prompt": task.prompt, "schedule": json.loads(task.schedule),
+    return {"name": task.name, "prompt": task.prompt, "schedule": task.schedule_dict(),
             "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs}
 
 
 def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
     """Pre-fill the dialog from ``task``; a once instant is shown as wall time in the viewer's zone."""
-    schedule = json.loads(task.schedule)
+    schedule = task.schedule_dict()
     kind = schedule["kind"]
     base = FormFields(name=task.name, prompt=task.prompt, kind=kind, overlap=task.overlap, session=task.session,
                       max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone)

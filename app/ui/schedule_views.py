@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
-from app.schedules.spec import ScheduleError, describe_schedule, parse_instant, parse_schedule
+from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
@@ -154,7 +153,7 @@ def seconds_text(seconds: float) -> str:
 
 def task_zone(task: ScheduledTask, viewer_zone: str) -> dt.tzinfo:
     """A cron task's own zone; every other kind is shown in the viewer's zone."""
-    schedule = json.loads(task.schedule)
+    schedule = task.schedule_dict()
     return zone_of(schedule.get("timezone") or viewer_zone)
 
 
@@ -188,7 +187,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         else task.next_run_at
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
-        description=describe(json.loads(task.schedule), zone), prompt=task.prompt,
+        description=describe(task.schedule_dict(), zone), prompt=task.prompt,
         next_rel=relative(next_at, now) if next_at and status is TaskStatus.ACTIVE else "—",
         next_abs=absolute(next_at, zone) if next_at and status is TaskStatus.ACTIVE else _no_next(status),
         last_rel=relative(task.last_run_at, now) if task.last_run_at else "never",
@@ -255,7 +254,7 @@ def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: i
     first = max(task.next_run_at, now)
     fires = [first]
     try:
-        schedule = parse_schedule(json.loads(task.schedule))
+        schedule = task.parsed_schedule()
         fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
     except ScheduleError:
         pass

@@ -37,6 +37,7 @@ HOLDER = textwrap.dedent("""
     from app.core.clock import SystemClock
     from app.core.db import Database
     from app.core.models import RunSource
+    from tests import store
 
     url, chat_id, lease, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     db, clock = Database(url), SystemClock()

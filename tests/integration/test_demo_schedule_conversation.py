@@ -187,7 +187,7 @@ def test_the_demo_agent_schedules_a_draft_the_user_arms_and_the_fire_completes_i
     fire_turn = demo.seen[1]
     assert set(fire_turn.env) == {"SCHEDULE_API_URL", "SCHEDULE_API_TOKEN"}
     own = grant_row(core, fire_turn.env["SCHEDULE_API_TOKEN"])
-    assert (own.scope, own.chat_id, own.owner_id, own.task_id, own.run_id) == (
+    assert (own.scope, own.chat_id, own.owner_id, own.task_id, own.task_run_id) == (
         Scope.COMPLETE_SELF.value, demo.chat, demo.alice.id, task.id, task_run.id)
     with pytest.raises(Unauthorized, match="revoked"):
         resolve_grant(core.db, core.clock, fire_turn.env["SCHEDULE_API_TOKEN"])
