@@ -114,7 +114,12 @@ def bwrap(plan: Plan) -> list[str]:
              "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
-    args += _dirs(p for p in parents if _under_tmp(p))  # inside the private /tmp, made just above
+    # a bind under /tmp (a data dir there) needs its folders inside the private /tmp, which the agent
+    # may write: they go on a tmpfs of their own, made read-only below, so the agent cannot add to them
+    tops = sorted({Path("/tmp", p.relative_to("/tmp").parts[0]) for p in parents if _under_tmp(p)})
+    for top in tops:
+        args += ["--perms", "0755", "--size", str(1 << 20), "--tmpfs", str(top)]
+    args += _dirs(p for p in parents if _under_tmp(p) and p not in tops)
     for path in plan.read_only:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(plan.workspace), str(plan.workspace)]
@@ -122,6 +127,8 @@ def bwrap(plan: Plan) -> list[str]:
         args += ["--bind", str(plan.home), str(plan.home)]
     # bwrap itself covers only /proc/{irq,bus}; the rest of /proc (sys/kernel/...) read-only too,
     # and the tmpfs root: nothing is writable but the workspace, the home and /tmp
+    for top in tops:
+        args += ["--remount-ro", str(top)]
     return args + ["--remount-ro", "/proc", "--remount-ro", "/", "--chdir", str(plan.workspace), "--"]
 
 
