@@ -18,7 +18,9 @@ KEYS = {"metric", "value", "unit", "target", "ok", "db"}
 FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "burst_fires_per_s",
            "db_single_row_writes_per_s", "burst_vs_db_limit", "idle_cpu_percent", "idle_rss_mb",
            "wake_latency_p50_ms", "wake_latency_p95_ms", "ui_event_latency_p50_ms", "ui_event_latency_p95_ms",
-           "ui_event_latency_all_pages_p95_ms", "api_list_rps"}
+           "ui_event_latency_all_pages_p95_ms", "api_list_rps", "agent_turn_sandboxed_p50_ms",
+           "agent_turn_sandboxed_p95_ms", "agent_turn_unfenced_p50_ms", "agent_turn_unfenced_p95_ms",
+           "agent_sandbox_overhead_p50_ms"}
 
 
 def test_quick_benchmark_prints_every_figure_and_the_machine() -> None:
