@@ -14,6 +14,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from app.core import auth, chats, projects
 from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core, build_core
+from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
 
@@ -111,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ChatcronError, NotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except (OperationalError, ProgrammingError) as exc:
-        reason = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+    except (StoreError, OperationalError, ProgrammingError) as exc:
+        reason = first_line(getattr(exc, "orig", None) or exc)
         print(f"error: the database is not ready ({reason}); run `python -m app.manage migrate` first",
               file=sys.stderr)
         return 1

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, select
 
-from app.core.db import Database
+from app.core.db import STORE_FAILURES, Database
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
@@ -59,11 +58,11 @@ def _outcome(result: RunResult) -> TurnOutcome:
     return TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error)
 
 
-def _record(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.record_finish
+def _record(hooks: FireHooks, request: Fire):  # a TurnSpec.record_finish
     return lambda s, result: hooks.record(s, request, _outcome(result))
 
 
-def _after(hooks: FireHooks, request: Fire):  # noqa: ANN202 - a TurnSpec.on_finish
+def _after(hooks: FireHooks, request: Fire):  # a TurnSpec.on_finish
     return lambda result: hooks.finished(request, _outcome(result))
 
 
@@ -87,7 +86,7 @@ class CoreDirectory:
                     verdicts[(chat_id, project_id, owner)] = _verdict(chats.get(chat_id), project_id, owner, user,
                                                                      access.get((owner, project_id), False))
                 return verdicts
-        except SQLAlchemyError as exc:
+        except STORE_FAILURES as exc:
             return {key: (Auth.TRANSIENT, f"could not check access: {type(exc).__name__}") for key in keys}
 
 

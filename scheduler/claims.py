@@ -10,7 +10,6 @@ occurrence fires at most once whatever happens.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import logging
 
 import sqlalchemy as sa
@@ -21,6 +20,7 @@ from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from scheduler import decisions as d
+from scheduler.changes import POINTERS, TaskChanges
 from scheduler.protocols import Directory, Fire
 from scheduler.snapshots import next_after_fn, task_view
 
@@ -29,13 +29,8 @@ PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th
 
 
 
-def _stored(changes: dict[str, object]) -> dict[str, object]:
-    """A decision's changes as column values (enums by their value)."""
-    return {key: value.value if isinstance(value, enum.Enum) else value for key, value in changes.items()}
-
-
-def _apply(task: ScheduledTask, changes: dict[str, object], now: dt.datetime) -> None:
-    for key, value in _stored(changes).items():
+def _apply(task: ScheduledTask, changes: TaskChanges, now: dt.datetime) -> None:
+    for key, value in changes.columns().items():
         setattr(task, key, value)
     task.updated_at = now
 
@@ -141,17 +136,16 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             s.add(row)
             return row
         # this occurrence already fired: never twice; drop what pointed at it
-        _apply(task, {k: v for k, v in decision.changes.items()
-                      if k in ("next_run_at", "pending_run", "pending_forced", "pending_occurrence_at", "retry_at")},
-               now)
+        _apply(task, decision.changes.only(POINTERS), now)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
     if decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
             s.add(records[key])
-        decision.changes["last_run_status"] = RunOutcome.SKIPPED
-    _apply(task, decision.changes, now)
+        _apply(task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
+    else:
+        _apply(task, decision.changes, now)
     log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
     return None
 
@@ -165,7 +159,7 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
 
 def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:
     due = decision.due
-    _apply(task, {**decision.changes, "active_run_id": row.id}, now)
+    _apply(task, decision.changes.but(active_run_id=row.id), now)
     log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
     return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
@@ -237,22 +231,27 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     row = conn.execute(_RECORD, {"b_id": task_run_id}).first()
     if row is None or row.status != RunOutcome.RUNNING.value:
         return None
-    task = conn.execute(_TASK if db.sqlite else _TASK_LOCKED, {"b_id": row.task_id}).first()
+    task = _locked_task(conn, db, row.task_id)
     result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
         if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
     if task is not None and task.active_run_id == row.id:
-        values = {**_stored(result.changes), "updated_at": now}
-        conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task.id).values(**values))
+        _write_task(conn, task.id, result.changes, now)
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
     return result.outcome
 
 
-def _lock_for_finish(s: Session, db: Database, task_id: int) -> ScheduledTask | None:
-    query = select(ScheduledTask).where(ScheduledTask.id == task_id)
-    return s.exec(query if db.sqlite else query.with_for_update()).first()
+def _locked_task(conn: sa.Connection, db: Database, task_id: int) -> sa.Row | None:
+    """The task's columns, its row locked for the rest of the transaction (on SQLite the write
+    transaction already holds the database's one writer lock). The one way an ending fire
+    (finished or abandoned) reads the task it updates."""
+    return conn.execute(_TASK if db.sqlite else _TASK_LOCKED, {"b_id": task_id}).first()
+
+
+def _write_task(conn: sa.Connection, task_id: int, changes: TaskChanges, now: dt.datetime) -> None:
+    conn.execute(_TASKS_T.update().where(_TASKS_T.c.id == task_id).values(**changes.columns(), updated_at=now))
 
 
 def prune_history(s: Session, task_id: int, limit: int) -> int:
@@ -305,10 +304,10 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
             return False
         row.status, row.finished_at, row.error = RunOutcome.ABANDONED.value, now, d.ABANDONED_REASON
         s.add(row)
-        task = _lock_for_finish(s, db, row.task_id)
+        s.flush()
+        task = _locked_task(s.connection(), db, row.task_id)
         if task is not None and task.active_run_id == row.id:
-            _apply(task, d.decide_abandoned(task_view(task), Trigger(row.trigger)), now)
-            s.add(task)
+            _write_task(s.connection(), task.id, d.decide_abandoned(task_view(task), Trigger(row.trigger)), now)
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)
     return True
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from app.core.envelope import has_marker
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
+from scheduler.changes import TaskChanges
+from scheduler.changes import changes as changes_of
 
 FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
 
@@ -88,7 +90,10 @@ class Claim:
 
     action: Action
     due: Due | None = None
-    changes: dict[str, object] = dataclasses.field(default_factory=dict)
+    changes: TaskChanges = dataclasses.field(default_factory=TaskChanges)
+
+    def __post_init__(self) -> None:  # decisions build their changes as a dict: checked and frozen here
+        object.__setattr__(self, "changes", changes_of(self.changes))
 
 
 NextFn = Callable[[dt.datetime], dt.datetime | None]  # next regular occurrence strictly after an instant
@@ -198,7 +203,7 @@ def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_
     return Claim(Action.DEFER, due, changes)
 
 
-def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> tuple[RunOutcome, dict[str, object]]:
+def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> tuple[RunOutcome, TaskChanges]:
     """A user's turn held the chat when the fire started (PromptAlreadyRunning).
 
     queue_one (and any run-now) is re-queued durably for ``now + busy_retry``; skip records a
@@ -210,12 +215,11 @@ def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> t
         base.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
                     retry_at=now + dt.timedelta(seconds=limits.busy_retry_seconds),
                     last_run_status=RunOutcome.QUEUED)
-        return RunOutcome.QUEUED, base
+        return RunOutcome.QUEUED, changes_of(base)
     base.update(last_run_status=RunOutcome.FAILED, last_error="the chat was busy with another turn")
     if task.kind == "once" and task.status == TaskStatus.ACTIVE:
         base.update(status=TaskStatus.ERROR, last_error="the single run failed: the chat was busy with another turn")
-    return RunOutcome.FAILED, base
-
+    return RunOutcome.FAILED, changes_of(base)
 
 
 def backoff_seconds(failures: int, base: int, cap: int) -> int:
@@ -228,7 +232,10 @@ def backoff_seconds(failures: int, base: int, cap: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class Finish:
     outcome: RunOutcome
-    changes: dict[str, object]
+    changes: TaskChanges
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "changes", changes_of(self.changes))
 
 
 def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str, error: str | None,
@@ -274,16 +281,16 @@ def _final_status(task: TaskView, trigger: Trigger, succeeded: bool, output: str
 ABANDONED_REASON = "scheduler stopped before the run reported completion"
 
 
-def decide_abandoned(task: TaskView, trigger: Trigger) -> dict[str, object]:
+def decide_abandoned(task: TaskView, trigger: Trigger) -> TaskChanges:
     """A claim whose scheduler died: never re-fired; the task goes back to active, error or exhausted."""
     changes: dict[str, object] = {"active_run_id": None, "last_run_status": RunOutcome.ABANDONED,
                                   "last_error": ABANDONED_REASON}
     if task.status != TaskStatus.ACTIVE:
-        return changes
+        return changes_of(changes)
     if task.kind == "once" and trigger not in FORCED:
         changes.update(status=TaskStatus.ERROR, next_run_at=None)
     elif task.max_runs is not None and task.run_count >= task.max_runs:
         changes.update(status=TaskStatus.EXHAUSTED, next_run_at=None)
-    return changes
+    return changes_of(changes)
 
 

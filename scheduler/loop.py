@@ -14,11 +14,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.core.clock import Clock
-from app.core.db import Database
+from app.core.db import STORE_FAILURES, Database, first_line
 from app.core.wake import Waker
 from scheduler import claims
 from scheduler import decisions as d
@@ -109,10 +108,10 @@ class Loop:
     def _iterate_safely(self) -> tuple[dt.datetime, bool]:
         try:
             return self._iterate(), False
-        except SQLAlchemyError as exc:
+        except STORE_FAILURES as exc:
             self.stats.store_errors += 1
             log.error("action=store_error backoff_s=%s error=%s", self.config.backoff_seconds,
-                      str(exc).splitlines()[0][:200])
+                      first_line(exc))
             return self.clock.now() + dt.timedelta(seconds=self.config.backoff_seconds), True
 
     def beat(self) -> None:
@@ -122,8 +121,8 @@ class Loop:
             claims.heartbeat(self.db, now, self.config.instance, self.stats.iterations)
             claims.recover(self.db, now, self.config.lease_seconds)
             self._last_beat = now
-        except SQLAlchemyError as exc:
-            log.error("action=heartbeat_failed error=%s", str(exc).splitlines()[0][:200])
+        except STORE_FAILURES as exc:
+            log.error("action=heartbeat_failed error=%s", first_line(exc))
 
     # -- the iteration -----------------------------------------------------------------------
     def _iterate(self) -> dt.datetime:
@@ -179,7 +178,7 @@ class Loop:
         try:
             claims.finish(self.db, self.clock.now(), fire.task_run_id, False, "", error, self.config.limits,
                           self.config.history_limit)
-        except SQLAlchemyError:
+        except STORE_FAILURES:
             log.exception("action=finish_failed task_run_id=%s", fire.task_run_id)
         self.finished(fire, TurnOutcome(False, "", error))
 

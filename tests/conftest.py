@@ -94,7 +94,7 @@ def settings(data_root: Path, db_url: str) -> Settings:
                     run_lease_seconds=5, min_interval_seconds=60)
 
 
-def make_core(settings: Settings, clock=None) -> Core:  # noqa: ANN001
+def make_core(settings: Settings, clock=None) -> Core:
     core = build_core(settings, clock or SystemClock())
     upgrade(core.db)
     return core

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -18,6 +17,7 @@ from sqlmodel import func, select
 
 from app.api.deps import core_of
 from app.core.context import Core
+from app.core.db import STORE_FAILURES
 from app.core.models import Run
 from app.schedules.model import ScheduledTask, SchedulerInstance, TaskRun
 
@@ -82,6 +82,6 @@ def metrics(request: Request) -> Response:
     registry.register(DatabaseCollector(lambda: core_of(request)))
     try:
         body = generate_latest(registry)
-    except sa.exc.SQLAlchemyError as exc:
+    except STORE_FAILURES as exc:
         return Response(f"# database unavailable: {type(exc).__name__}\n", status_code=503, media_type="text/plain")
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -23,7 +23,34 @@ GROUP_MAX = 200  # units per group commit: bounds how long one transaction holds
 
 
 class StoreError(RuntimeError):
-    """The database could not be reached or written; the caller may retry later."""
+    """The database could not be reached or written; the caller may retry later.
+
+    Raised by :class:`Database` for operational failures (connection refused or lost, disk full,
+    a read-only database, a lock held past the busy timeout) in place of the driver's error, which
+    stays as ``__cause__``. Constraint violations and programming errors are not store errors.
+    """
+
+
+# What the drivers raise when the store itself fails, not the statement.
+_OPERATIONAL = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+# What a loop that must outlive a database outage catches: the store failing, or any other driver error.
+STORE_FAILURES: tuple[type[BaseException], ...] = (StoreError, sa.exc.SQLAlchemyError)
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error's message (its class name when it has none), at most ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    return (lines[0].strip() if lines else type(exc).__name__)[:limit]
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    try:
+        yield
+    except _OPERATIONAL as exc:
+        raise StoreError(first_line(getattr(exc, "orig", None) or exc)) from exc
 
 
 def normalize_url(url: str) -> str:
@@ -53,7 +80,7 @@ def make_engine(url: str) -> sa.Engine:
     )
 
     @sa.event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DB-API connection
+    def _pragmas(dbapi_conn, _record) -> None:  # DB-API connection
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
@@ -89,13 +116,13 @@ class Database:
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
         """A session for reads; nothing it does is committed."""
-        with Session(self.engine, expire_on_commit=False) as session:
+        with _store_errors(), Session(self.engine, expire_on_commit=False) as session:
             yield session
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
         """A session whose work commits on normal exit and rolls back on an exception."""
-        with self._write_gate, Session(self._writer, expire_on_commit=False) as session:
+        with self._write_gate, _store_errors(), Session(self._writer, expire_on_commit=False) as session:
             try:
                 yield session
                 session.commit()

@@ -31,7 +31,8 @@ class UTCDateTime(sa.types.TypeDecorator):
         return None if value is None else value.replace(tzinfo=UTC)
 
 
-def _instant(nullable: bool = False, index: bool = False) -> dt.datetime:
+def instant(*, nullable: bool, index: bool = False) -> dt.datetime:
+    """An aware-UTC timestamp column; every table says whether it may be empty."""
     return Field(default=None, sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index))
 
 
@@ -72,7 +73,7 @@ class User(SQLModel, table=True):
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False, unique=True))
     password_hash: str
     is_admin: bool = False
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Project(SQLModel, table=True):
@@ -82,14 +83,14 @@ class Project(SQLModel, table=True):
     owner_id: int = Field(foreign_key="users.id", index=True)
     provider: str | None = None  # None: the server default (CHATCRON_PROVIDER)
     provider_settings: str = "{}"  # JSON object, provider-specific
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Membership(SQLModel, table=True):
     __tablename__ = "memberships"
     user_id: int = Field(foreign_key="users.id", primary_key=True)
     project_id: int = Field(foreign_key="projects.id", primary_key=True, index=True)
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class Chat(SQLModel, table=True):
@@ -100,8 +101,8 @@ class Chat(SQLModel, table=True):
     title: str = Field(default="New chat", max_length=200)
     skills: str = "[]"  # JSON list of skill names
     provider_session_id: str | None = None
-    created_at: dt.datetime = _instant()
-    updated_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
+    updated_at: dt.datetime = instant(nullable=False)
 
 
 class Run(SQLModel, table=True):
@@ -128,9 +129,9 @@ class Run(SQLModel, table=True):
     task_id: int | None = Field(default=None, index=True)
     task_run_id: int | None = None
     instance: str = ""  # process that executes it (host:pid:nonce), for logs
-    started_at: dt.datetime = _instant()
-    heartbeat_at: dt.datetime = _instant(index=True)
-    finished_at: dt.datetime | None = _instant(nullable=True)
+    started_at: dt.datetime = instant(nullable=False)
+    heartbeat_at: dt.datetime = instant(nullable=False, index=True)
+    finished_at: dt.datetime | None = instant(nullable=True)
 
 
 class Event(SQLModel, table=True):
@@ -142,7 +143,7 @@ class Event(SQLModel, table=True):
     run_id: int | None = Field(default=None, foreign_key="runs.id")
     type: str
     text: str = ""
-    created_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
 
 
 class ApiToken(SQLModel, table=True):
@@ -153,9 +154,9 @@ class ApiToken(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     name: str = ""
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime | None = _instant(nullable=True)  # None: until revoked
-    revoked_at: dt.datetime | None = _instant(nullable=True)
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime | None = instant(nullable=True)  # None: until revoked
+    revoked_at: dt.datetime | None = instant(nullable=True)
 
 
 class SessionKind(enum.StrEnum):
@@ -173,8 +174,8 @@ class WebSession(SQLModel, table=True):
     kind: str = SessionKind.SESSION.value
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime = _instant()
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime = instant(nullable=False)
 
 
 class Grant(SQLModel, table=True):
@@ -189,9 +190,9 @@ class Grant(SQLModel, table=True):
     project_id: int = Field(foreign_key="projects.id")
     task_id: int | None = None
     task_run_id: int | None = None  # the fire's claim (a TaskRun id)
-    created_at: dt.datetime = _instant()
-    expires_at: dt.datetime = _instant()
-    revoked_at: dt.datetime | None = _instant(nullable=True)
+    created_at: dt.datetime = instant(nullable=False)
+    expires_at: dt.datetime = instant(nullable=False)
+    revoked_at: dt.datetime | None = instant(nullable=True)
 
 
 class LoginAttempt(SQLModel, table=True):
@@ -210,4 +211,4 @@ class LoginAttempt(SQLModel, table=True):
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False))
     address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))  # client IP; "" when unknown
     succeeded: bool = False  # False until the password has been verified (a check in flight counts as failed)
-    at: dt.datetime = _instant()
+    at: dt.datetime = instant(nullable=False)

@@ -20,7 +20,7 @@ from app.core.batching import Batcher
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
-from app.core.db import Database
+from app.core.db import Database, first_line
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.grants import Scope, issue_grant_in, revoke_grant_in
 from app.core.models import Chat, Project, Run, RunSource, RunStatus
@@ -339,7 +339,7 @@ class PromptService:
             for run in abandon_stale_runs(self.db, self.clock, self.settings.run_lease_seconds):
                 log.warning("action=run_abandoned run_id=%s chat_id=%s", run.id, run.chat_id)
         except Exception as exc:  # the store may be briefly unavailable; the next tick retries
-            log.error("action=heartbeat_failed error=%s", (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+            log.error("action=heartbeat_failed error=%s", first_line(exc))
 
     def running(self) -> list[RunHandle]:
         with self._lock:

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import make_url
 
-from app.core.db import Database
+from app.core.db import Database, first_line
 
 CHANNEL = "chatcron_wake"
 log = logging.getLogger("chatcron.wake")
@@ -122,7 +122,7 @@ class WakeListener:
             for _ in self._pg.notifies(timeout=max(0.0, timeout), stop_after=1):
                 got = True
         except psycopg.Error as exc:  # the server restarted or failed over: listen again
-            log.warning("action=wake_listener_lost error=%s", str(exc).splitlines()[0][:200] if str(exc) else exc)
+            log.warning("action=wake_listener_lost error=%s", first_line(exc))
             with contextlib.suppress(Exception):
                 self._pg.close()
             return True  # re-read what is due: hints may have been missed meanwhile

@@ -10,12 +10,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.core.models import UTCDateTime
+from app.core.models import instant
 from app.schedules.spec import Schedule, parse_schedule
-
-
-def _instant(nullable: bool = True, index: bool = False) -> dt.datetime:
-    return Field(default=None, sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index))
 
 
 class TaskStatus(enum.StrEnum):
@@ -89,22 +85,22 @@ class ScheduledTask(SQLModel, table=True):
     max_runs: int | None = None
     run_count: int = 0
     status: str = Field(default=TaskStatus.ACTIVE.value, index=True)
-    next_run_at: dt.datetime | None = _instant(index=True)
-    last_run_at: dt.datetime | None = _instant()
+    next_run_at: dt.datetime | None = instant(nullable=True, index=True)
+    last_run_at: dt.datetime | None = instant(nullable=True)
     last_run_status: str | None = None
     last_error: str | None = None
     pending_run: bool = Field(default=False, index=True)
     pending_forced: str | None = None  # the Trigger of a queued run-now, None for a regular follow-up
-    pending_occurrence_at: dt.datetime | None = _instant()
-    retry_at: dt.datetime | None = _instant(index=True)
+    pending_occurrence_at: dt.datetime | None = instant(nullable=True)
+    retry_at: dt.datetime | None = instant(nullable=True, index=True)
     active_run_id: int | None = Field(default=None, index=True)  # TaskRun id of the claim in flight
     consecutive_failures: int = 0
-    last_fire_started_at: dt.datetime | None = _instant()
-    armed_at: dt.datetime | None = _instant()
+    last_fire_started_at: dt.datetime | None = instant(nullable=True)
+    armed_at: dt.datetime | None = instant(nullable=True)
     created_by: str = CreatedBy.USER.value
     idempotency_key: str | None = Field(default=None, max_length=200)
-    created_at: dt.datetime = _instant(nullable=False)
-    updated_at: dt.datetime = _instant(nullable=False)
+    created_at: dt.datetime = instant(nullable=False)
+    updated_at: dt.datetime = instant(nullable=False)
 
     def schedule_dict(self) -> dict[str, Any]:
         """The stored (normalized) schedule as the API shows it: ``{"kind": ..., ...}``."""
@@ -124,7 +120,7 @@ class TaskRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(sa_column=sa.Column(sa.Integer, sa.ForeignKey("scheduled_tasks.id", ondelete="CASCADE"),
                                              nullable=False, index=True))
-    occurrence_at: dt.datetime = _instant(nullable=False)
+    occurrence_at: dt.datetime = instant(nullable=False)
     trigger: str = Trigger.SCHEDULE.value
     status: str = Field(default=RunOutcome.RUNNING.value, index=True)
     fire_number: int = 0
@@ -132,9 +128,9 @@ class TaskRun(SQLModel, table=True):
     run_id: int | None = None  # the chat Run of the turn
     provider_session_id: str | None = None  # a `session: fresh` fire's own agent session (SPEC §11)
     instance: str | None = Field(default=None, index=True)  # scheduler instance holding the claim
-    claimed_at: dt.datetime = _instant(nullable=False)
-    started_at: dt.datetime | None = _instant()
-    finished_at: dt.datetime | None = _instant()
+    claimed_at: dt.datetime = instant(nullable=False)
+    started_at: dt.datetime | None = instant(nullable=True)
+    finished_at: dt.datetime | None = instant(nullable=True)
     error: str | None = None
 
 
@@ -144,7 +140,7 @@ class SchedulerInstance(SQLModel, table=True):
     __tablename__ = "scheduler_instances"
 
     id: str = Field(primary_key=True, max_length=120)
-    started_at: dt.datetime = _instant(nullable=False)
-    heartbeat_at: dt.datetime = _instant(nullable=False, index=True)
+    started_at: dt.datetime = instant(nullable=False)
+    heartbeat_at: dt.datetime = instant(nullable=False, index=True)
     iterations: int = 0  # loop iterations so far, for /metrics
-    stopped_at: dt.datetime | None = _instant()
+    stopped_at: dt.datetime | None = instant(nullable=True)

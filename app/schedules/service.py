@@ -305,7 +305,7 @@ class TaskService:
         self.waker.notify()
         return row
 
-    def _mutate(self, task_id: int, change, expect: tuple[TaskStatus, ...] | None = None) -> ScheduledTask:  # noqa: ANN001
+    def _mutate(self, task_id: int, change, expect: tuple[TaskStatus, ...] | None = None) -> ScheduledTask:
         with self.db.write() as s:
             row = s.exec(select(ScheduledTask).where(ScheduledTask.id == task_id)
                          .with_for_update() if not self.db.sqlite else
@@ -324,7 +324,7 @@ class TaskService:
 
 
 
-def _enum(cls, value: object, field: str):  # noqa: ANN001, ANN202
+def _enum(cls, value: object, field: str):
     try:
         return cls(value)
     except ValueError:

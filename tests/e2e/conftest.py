@@ -110,7 +110,7 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
 
 
-def login(page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> None:  # noqa: ANN001
+def login(page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> None:
     page.goto("/login")
     page.get_by_test_id("login-email").fill(email)
     page.get_by_test_id("login-password").fill(password)

@@ -53,7 +53,7 @@ def test_reply_streams_into_the_open_page(page: Page) -> None:
     expect(page.get_by_test_id("agent-working")).to_be_hidden()
 
 
-def test_a_second_tab_sees_the_same_turn_live(page: Page, context, browser) -> None:  # noqa: ANN001
+def test_a_second_tab_sees_the_same_turn_live(page: Page, context, browser) -> None:
     login(page)
     other = browser.new_context(base_url=page.url.split("/chat/")[0])
     second = other.new_page()
@@ -67,7 +67,7 @@ def test_a_second_tab_sees_the_same_turn_live(page: Page, context, browser) -> N
     other.close()
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
         f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method,
@@ -77,7 +77,7 @@ def _api(server, token: str, method: str, path: str, body: dict | None = None) -
         return json.loads(response.read() or b"{}")
 
 
-def test_a_turn_started_through_the_api_appears_live(page: Page, server) -> None:  # noqa: ANN001
+def test_a_turn_started_through_the_api_appears_live(page: Page, server) -> None:
     login(page)
     chat_id = page.url.rstrip("/").split("/")[-1]
     token = server.manage("create-token", "--email", "demo@example.com")
@@ -85,7 +85,7 @@ def test_a_turn_started_through_the_api_appears_live(page: Page, server) -> None
     expect(page.locator(REPLY).last).to_have_text("Demo agent here. You said: sent by another process")
 
 
-def test_a_scheduled_fire_streams_into_the_open_page(page: Page, server) -> None:  # noqa: ANN001
+def test_a_scheduled_fire_streams_into_the_open_page(page: Page, server) -> None:
     login(page)
     chat_id = page.url.rstrip("/").split("/")[-1]
     token = server.manage("create-token", "--email", "demo@example.com")

@@ -76,7 +76,7 @@ def _expect_status(pages: list[Page], task_id: str, status: str) -> None:
         expect(_row(p, task_id).get_by_test_id("schedule-status")).to_have_text(status)
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:  # noqa: ANN001
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
         f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method,
@@ -94,7 +94,7 @@ def _shot(page: Page, tmp_path: Path, name: str) -> None:
         shutil.copyfile(path, target)
 
 
-def test_drawer_screenshots(page: Page, server, tmp_path: Path) -> None:  # noqa: ANN001
+def test_drawer_screenshots(page: Page, server, tmp_path: Path) -> None:
     """A lived-in chat: an agent's draft, an armed cron, a fired interval task, a failing one.
     (First in this module, so the sidebar is not yet full of other tests' chats.)"""
     url = _new_chat(page)
@@ -347,7 +347,7 @@ def test_drawer_and_dialog_trap_focus_close_on_escape_and_name_their_buttons(pag
     expect(page.get_by_test_id("schedules-button")).to_be_focused()
 
 
-def test_loose_chats_have_no_schedules_button(page: Page, server) -> None:  # noqa: ANN001
+def test_loose_chats_have_no_schedules_button(page: Page, server) -> None:
     core = build_core(load_settings(server.env))
     user = auth.find_user(core.db, "demo@example.com")
     loose = chats.create_chat(core.db, core.clock, user, None, "Loose notes")

@@ -21,7 +21,7 @@ def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[...
 
     opened: list[Core] = []
 
-    def build(**changes: Any) -> Any:  # noqa: ANN401 - a Rig
+    def build(**changes: Any) -> Any:  # a Rig
         core = make_core(with_settings(settings, **changes), fake_clock)
         opened.append(core)
         return build_rig(core, fake_clock)

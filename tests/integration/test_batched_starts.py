@@ -355,11 +355,11 @@ class Gate:
 
 
 class _Gated:
-    def __init__(self, inner: Any, gate: Gate) -> None:  # noqa: ANN401 - a Provider
+    def __init__(self, inner: Any, gate: Gate) -> None:  # a Provider
         self.inner, self.gate = inner, gate
         self.name = getattr(inner, "name", "gated")
 
-    def run(self, request: Any, emit: Callable[[str], None], cancel: threading.Event) -> None:  # noqa: ANN401
+    def run(self, request: Any, emit: Callable[[str], None], cancel: threading.Event) -> None:
         gate = self.gate
         with gate._lock:
             gate.entered += 1

@@ -61,7 +61,7 @@ def _tasks(core: Core) -> list[ScheduledTask]:
         return list(s.exec(select(ScheduledTask)))
 
 
-def test_an_agent_cli_creates_a_draft_through_remote_schedule(agent_core) -> None:  # noqa: ANN001
+def test_an_agent_cli_creates_a_draft_through_remote_schedule(agent_core) -> None:
     core, _ = agent_core
     chat_id = _chat(core, skill=True)
     result = core.prompts.start(chat_id, "please schedule the nightly report").wait(60)
@@ -73,7 +73,7 @@ def test_an_agent_cli_creates_a_draft_through_remote_schedule(agent_core) -> Non
         TaskStatus.DRAFT.value, CreatedBy.AGENT.value, chat_id, None)
 
 
-def test_without_the_skill_the_cli_has_no_credentials(agent_core) -> None:  # noqa: ANN001
+def test_without_the_skill_the_cli_has_no_credentials(agent_core) -> None:
     core, _ = agent_core
     chat_id = _chat(core, skill=False)
     result = core.prompts.start(chat_id, "please schedule the nightly report").wait(60)

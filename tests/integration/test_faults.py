@@ -464,7 +464,7 @@ def test_store_refusing_writes_backs_off_serves_reads_and_recovers(settings: Set
             core.db.dispose()
 
 
-def _store_fault_scenario(core: Core, group: Schedulers, inject, clear) -> None:  # noqa: ANN001
+def _store_fault_scenario(core: Core, group: Schedulers, inject, clear) -> None:
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
     task = _create(_service(core), user, chat, kind="interval", every_seconds=60)

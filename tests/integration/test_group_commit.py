@@ -65,7 +65,7 @@ def commits(core: Core, chat_id: int) -> Iterator[Commits]:
     counter.close()
 
 
-def insert_event(chat_id: int, text: str, now: Any) -> Callable[[Session], int]:  # noqa: ANN401 - a datetime
+def insert_event(chat_id: int, text: str, now: Any) -> Callable[[Session], int]:  # a datetime
     """A unit that inserts one status event and returns its id."""
 
     def work(s: Session) -> int:
@@ -122,7 +122,7 @@ class Calls:
             assert not thread.is_alive(), f"{thread.name} never returned from combined()"
 
 
-def blocked_first(db: Database, calls: Calls, chat_id: int, now: Any) -> threading.Event:  # noqa: ANN401
+def blocked_first(db: Database, calls: Calls, chat_id: int, now: Any) -> threading.Event:
     """Start a unit that holds the writer's turn until the returned event is set."""
     entered, release = threading.Event(), threading.Event()
     insert = insert_event(chat_id, "blocker", now)
@@ -221,7 +221,7 @@ def test_a_failing_unit_fails_only_its_caller_and_the_rest_of_its_group_commits_
     runs_lock = threading.Lock()
 
     def counted(label: str, work: Callable[[Session], Any]) -> Callable[[Session], Any]:
-        def unit(s: Session) -> Any:  # noqa: ANN401
+        def unit(s: Session) -> Any:
             with runs_lock:
                 runs[label] = runs.get(label, 0) + 1
             return work(s)

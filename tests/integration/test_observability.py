@@ -14,11 +14,11 @@ from scheduler import claims
 from scheduler.__main__ import build_loop
 
 
-def _client(core) -> TestClient:  # noqa: ANN001
+def _client(core) -> TestClient:
     return TestClient(create_api(lambda: core, core.settings.request_max_bytes))
 
 
-def test_health_reports_the_scheduler_heartbeat(core) -> None:  # noqa: ANN001
+def test_health_reports_the_scheduler_heartbeat(core) -> None:
     client = _client(core)
     assert client.get("/api/health").json()["scheduler"] == {"alive": False, "last_beat": None}
     claims.heartbeat(core.db, core.clock.now(), "sched:test")
@@ -29,7 +29,7 @@ def test_health_reports_the_scheduler_heartbeat(core) -> None:  # noqa: ANN001
     assert client.get("/api/health").json()["scheduler"]["alive"] is False
 
 
-def test_metrics_expose_fires_lateness_and_runs(clocked_core, fake_clock) -> None:  # noqa: ANN001
+def test_metrics_expose_fires_lateness_and_runs(clocked_core, fake_clock) -> None:
     core = clocked_core
     user = auth.create_user(core.db, core.clock, "m@example.com", "password-1")
     project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
@@ -51,7 +51,7 @@ def test_metrics_expose_fires_lateness_and_runs(clocked_core, fake_clock) -> Non
     assert "chatcron_loop_iterations_total 1.0" in text
 
 
-def test_a_store_that_cannot_be_written_makes_the_loop_back_off(core, monkeypatch) -> None:  # noqa: ANN001
+def test_a_store_that_cannot_be_written_makes_the_loop_back_off(core, monkeypatch) -> None:
     loop = build_loop(core, "sched:readonly")
     planned: list[dt.datetime] = []
     loop.schedule = planned.append

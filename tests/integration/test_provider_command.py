@@ -278,7 +278,7 @@ def test_a_flood_of_output_streams_in_bounded_memory(rig: Rig, line: bytes) -> N
 
 # -- a whole turn through the prompt service ---------------------------------------------------
 
-def _chat(core, workspace_root: Path):  # noqa: ANN001, ANN202
+def _chat(core, workspace_root: Path):
     user = auth.create_user(core.db, core.clock, "a@example.com", "password-1")
     project = projects.create_project(core.db, core.clock, workspace_root, "P", user)
     return project, chats.create_chat(core.db, core.clock, user, project.id, "C")

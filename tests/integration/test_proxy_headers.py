@@ -9,7 +9,7 @@ from app.core import auth
 from tests.integration.apiclient import add_user
 
 
-def _claim(core, trusted: tuple[str, ...]) -> str:  # noqa: ANN001
+def _claim(core, trusted: tuple[str, ...]) -> str:
     user = add_user(core, "proxy@example.com")
     ticket = auth.create_login_ticket(core.db, core.clock, user.id)
     client = TestClient(behind_proxies(create_api(lambda: core, core.settings.request_max_bytes), trusted))
@@ -19,11 +19,11 @@ def _claim(core, trusted: tuple[str, ...]) -> str:  # noqa: ANN001
     return response.headers["set-cookie"]
 
 
-def test_a_trusted_proxy_saying_https_gets_a_secure_cookie(core) -> None:  # noqa: ANN001
+def test_a_trusted_proxy_saying_https_gets_a_secure_cookie(core) -> None:
     cookie = _claim(core, ("testclient",))  # the test client's address
     assert "secure" in cookie.lower() and "httponly" in cookie.lower()
 
 
-def test_forwarded_headers_from_anyone_else_are_ignored(core) -> None:  # noqa: ANN001
+def test_forwarded_headers_from_anyone_else_are_ignored(core) -> None:
     cookie = _claim(core, ())
     assert "secure" not in cookie.lower().replace("httponly", "")

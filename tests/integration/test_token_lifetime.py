@@ -9,12 +9,12 @@ from app.core import auth
 from tests.integration.apiclient import add_user
 
 
-def _status(core, token: str) -> int:  # noqa: ANN001
+def _status(core, token: str) -> int:
     client = TestClient(create_api(lambda: core, core.settings.request_max_bytes))
     return client.get("/api/projects", headers={"Authorization": f"Bearer {token}"}).status_code
 
 
-def test_an_expired_personal_token_is_refused(clocked_core, fake_clock) -> None:  # noqa: ANN001
+def test_an_expired_personal_token_is_refused(clocked_core, fake_clock) -> None:
     user = add_user(clocked_core, "exp@example.com")
     token = auth.create_api_token(clocked_core.db, fake_clock, user.id, "ci", ttl_seconds=3600)
     assert _status(clocked_core, token) == 200
@@ -24,7 +24,7 @@ def test_an_expired_personal_token_is_refused(clocked_core, fake_clock) -> None:
     assert _status(clocked_core, token) == 401
 
 
-def test_revoked_personal_tokens_are_refused(core) -> None:  # noqa: ANN001
+def test_revoked_personal_tokens_are_refused(core) -> None:
     user = add_user(core, "rev@example.com")
     tokens = [auth.create_api_token(core.db, core.clock, user.id) for _ in range(2)]
     assert [_status(core, t) for t in tokens] == [200, 200]

@@ -33,11 +33,11 @@ def client(core: Core) -> Iterator[TestClient]:
         yield c
 
 
-def claim(client: TestClient, ticket: str):  # noqa: ANN201 - an httpx response
+def claim(client: TestClient, ticket: str):  # an httpx response
     return client.get("/auth/claim", params={"ticket": ticket}, follow_redirects=False)
 
 
-def cookie_attributes(response) -> dict[str, str]:  # noqa: ANN001 - an httpx response
+def cookie_attributes(response) -> dict[str, str]:  # an httpx response
     """The Set-Cookie attributes of the session cookie, names lower-cased ("httponly" → "")."""
     headers = [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.SESSION_COOKIE + "=")]
     assert len(headers) == 1, response.headers.get_list("set-cookie")

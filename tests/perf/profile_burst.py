@@ -35,12 +35,12 @@ def main() -> None:
         counts: collections.Counter[str] = collections.Counter()
 
         @sa.event.listens_for(b.core.db.engine, "before_cursor_execute")
-        def _statement(conn, cursor, statement, params, context, many) -> None:  # noqa: ANN001
+        def _statement(conn, cursor, statement, params, context, many) -> None:
             words = statement.split()
             counts[" ".join(words[:3]) if args.by_statement else words[0].upper()] += 1
 
         @sa.event.listens_for(b.core.db.engine, "commit")
-        def _commit(conn) -> None:  # noqa: ANN001
+        def _commit(conn) -> None:
             counts["COMMIT"] += 1
 
         watcher = Database(b.url)  # its polls are not counted

@@ -32,7 +32,7 @@ class Log:
         return [e for e in self.events if e.id > after][:1000]
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     """Run a scenario on a fresh event loop in its own thread: the browser tests of the same session
     may leave a loop running in the main thread."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:

@@ -24,7 +24,7 @@ def _project(provider: str | None = None, **options: object) -> Project:
     return Project(id=7, name="P", owner_id=1, provider=provider, provider_settings=json.dumps(options))
 
 
-def _pick(project: Project | None, **settings: object):  # noqa: ANN202 - a Provider
+def _pick(project: Project | None, **settings: object):  # a Provider
     return make_provider_factory(Settings(**settings))(project)
 
 

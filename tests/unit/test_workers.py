@@ -15,7 +15,7 @@ def _workers_alive(name: str) -> int:
     return sum(1 for t in threading.enumerate() if t.name.startswith(f"{name}-") and t.is_alive())
 
 
-def _wait_until(probe, timeout: float = WAIT) -> None:  # noqa: ANN001
+def _wait_until(probe, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while not probe():
         assert time.monotonic() < deadline, "condition not reached in time"

@@ -19,12 +19,12 @@ POLL_SECONDS = 0.25
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
 
 
-def _events(chat_id: int, after: int):  # noqa: ANN202 - list[Event]
+def _events(chat_id: int, after: int):  # list[Event]
     core = get_core()
     return runs.list_events(core.db, chat_id, after, runs.MAX_PAGE)
 
 
-async def _fetch(chat_id: int, after: int):  # noqa: ANN202 - list[Event]
+async def _fetch(chat_id: int, after: int):  # list[Event]
     return await asyncio.to_thread(_events, chat_id, after)
 
 

@@ -25,7 +25,7 @@ class ProjectNode:
     chats: list[ChatLink]
 
 
-def load_tree(user) -> list[ProjectNode]:  # noqa: ANN001 - a User
+def load_tree(user) -> list[ProjectNode]:  # a User
     core = get_core()
     return [
         ProjectNode(project.id, project.name,
