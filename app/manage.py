@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from app.core import auth, chats, projects
+from app.core.agents import presets
 from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core, build_core
 from app.core.db import StoreError, first_line
@@ -48,7 +49,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", required=True, choices=PROVIDERS)
     p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
                    help="provider setting, e.g. command='my-agent --print' or model=gpt-4o (repeatable)")
+    p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
+    p.add_argument("name", choices=sorted(presets.PRESETS))
+    sub.add_parser("list-agents", help="show the installed agent presets and their versions")
     return parser
+
+
+def install_agent(core: Core, name: str) -> str:
+    preset = presets.PRESETS[name]
+    target, ran = presets.install(preset, core.settings.agents_dir)
+    versions = ", ".join(f"{pkg}@{ver}" for pkg, ver in preset.packages.items())
+    return f"{'installed' if ran else 'already installed'}: {name} ({versions}) in {target}"
+
+
+def list_agents(core: Core) -> str:
+    lines = []
+    for name, preset in sorted(presets.PRESETS.items()):
+        target = core.settings.agents_dir.resolve() / name
+        if presets.missing_packages(preset, target):
+            continue
+        lines.append(f"{name} {preset.version(target)} ({', '.join(f'{p}@{v}' for p, v in preset.packages.items())})")
+    return "\n".join(lines) or f"no agent installed in {core.settings.agents_dir} (install-agent NAME)"
 
 
 def seed_demo(core: Core) -> str:
@@ -91,6 +112,10 @@ def run(argv: Sequence[str], core: Core) -> int:
         values = dict(_setting(item) for item in args.setting)
         projects.set_provider(core.db, args.project, args.provider, values)
         print(f"project {args.project} now uses the {args.provider} provider")
+    elif args.command == "install-agent":
+        print(install_agent(core, args.name))
+    elif args.command == "list-agents":
+        print(list_agents(core))
     return 0
 
 

@@ -46,3 +46,11 @@ if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then
   say "installing Debian's Chromium for the browser tests"
   apt_install chromium
 fi
+if [ "${1:-}" = "--test" ]; then
+  # The test suite's agents (SPEC §11), through the product's own command, into one shared folder
+  # the tests read (CHATCRON_AGENTS_DIR): a no-op once installed.
+  for agent in claude; do
+    CHATCRON_DATA_DIR="$ROOT/.tools/agents-data" CHATCRON_AGENTS_DIR="$ROOT/.tools/agents" \
+      .venv/bin/python -m app.manage install-agent "$agent" | sed 's/^/[setup] /'
+  done
+fi

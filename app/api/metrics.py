@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -48,6 +49,7 @@ class DatabaseCollector:
             iterations = s.exec(select(func.coalesce(func.sum(SchedulerInstance.iterations), 0))).one()
             late = s.exec(select(TaskRun.started_at, TaskRun.occurrence_at).where(
                 TaskRun.trigger == "schedule", TaskRun.started_at.is_not(None))).all()
+            spent = s.exec(_usage_sums(core)).one()
         fires = GaugeMetricFamily("chatcron_fires", "Fires kept in history, by outcome", labels=["outcome"])
         for status, count in by_outcome:
             fires.add_metric([status], count)
@@ -62,8 +64,26 @@ class DatabaseCollector:
             runs.add_metric([source, status], count)
         yield runs
         yield _lateness([(a - b).total_seconds() for a, b in late])
+        tokens = CounterMetricFamily("chatcron_tokens", "Tokens agents reported, all runs", labels=["direction"])
+        for direction, total in zip(USAGE_DIRECTIONS, spent[:3], strict=True):
+            tokens.add_metric([direction], float(total or 0))
+        yield tokens
+        yield CounterMetricFamily("chatcron_cost_usd", "Cost agents reported (USD), all runs",
+                                  value=float(spent[3] or 0))
         alive, _ = scheduler_beat(core)
         yield GaugeMetricFamily("chatcron_scheduler_alive", "1 when a scheduler heartbeat is fresh", value=int(alive))
+
+
+USAGE_DIRECTIONS = ("input", "output", "cached")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
+
+
+def _usage_sums(core: Core) -> sa.Select:
+    """Sums of the ``runs.usage`` JSON fields, computed by the database (SQLite's json functions
+    read the text column as is; PostgreSQL casts it to json first)."""
+    column = sa.type_coerce(Run.usage, sa.JSON) if core.db.sqlite else sa.cast(Run.usage, sa.JSON)
+    values = [column[key].as_integer() for key in _USAGE_KEYS[:3]] + [column[_USAGE_KEYS[3]].as_float()]
+    return sa.select(*[func.coalesce(func.sum(v), 0) for v in values]).where(Run.usage.is_not(None))
 
 
 def _lateness(values: list[float]) -> HistogramMetricFamily:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from app.core.chats import chat_skills
@@ -29,4 +30,17 @@ def event_json(e: Event) -> dict[str, Any]:
 def run_json(r: Run) -> dict[str, Any]:
     return {"id": r.id, "chat_id": r.chat_id, "source": r.source, "status": r.status, "output": r.output,
             "error": r.error, "task_id": r.task_id, "started_at": rfc3339(r.started_at),
-            "heartbeat_at": rfc3339(r.heartbeat_at), "finished_at": rfc3339(r.finished_at)}
+            "heartbeat_at": rfc3339(r.heartbeat_at), "finished_at": rfc3339(r.finished_at),
+            "usage": run_usage(r)}
+
+
+def run_usage(r: Run) -> dict[str, Any] | None:
+    """``runs.usage`` as an object (SPEC §11): tokens in / out / cached and cost, the keys the agent
+    reported; None when it reported nothing."""
+    if not r.usage:
+        return None
+    try:
+        value = json.loads(r.usage)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -17,7 +17,7 @@ class ConfigError(ValueError):
     """A setting has a value the product cannot run with; the message names the variable."""
 
 
-PROVIDERS = ("demo", "command", "openai")
+PROVIDERS = ("demo", "command", "openai", "acp")
 SANDBOXES = ("bwrap", "off")
 GiB = 1 << 30
 # Certificate variables an agent CLI needs behind a TLS-inspecting egress proxy (node reads only
@@ -130,6 +130,10 @@ class Settings:
     agent_max_memory_bytes: int = 4 * GiB
     agent_read_only_paths: tuple[Path, ...] = ()  # extra host paths bound read-only (agent CLIs)
     agent_ca_env: tuple[tuple[str, str], ...] = ()  # CA_VARIABLES found in the server's environment
+    agents_dir_override: Path | None = None  # CHATCRON_AGENTS_DIR; default <data-dir>/agents
+    agent_idle_seconds: int = 300
+    max_agent_processes: int = 8
+    agent_cancel_grace_seconds: float = 5.0
 
     @property
     def db_url(self) -> str:
@@ -147,6 +151,9 @@ class Settings:
     def agent_homes_dir(self) -> Path:
         """Folder holding one agent home (the agents' HOME) per project."""
         return self.data_dir / "agent-homes"
+    def agents_dir(self) -> Path:
+        """Where presets are installed (``install-agent``): one folder per preset."""
+        return self.agents_dir_override or self.data_dir / "agents"
 
 
 # variable suffix → (field, parser)
@@ -179,6 +186,10 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "LOGIN_MAX_FAILURES_PER_ADDRESS": ("login_max_failures_per_address", _int(1)),
     "LOGIN_WINDOW_SECONDS": ("login_window_seconds", _int(1)),
     "TEST_POSTGRES_URL": ("test_postgres_url", _text),
+    "AGENTS_DIR": ("agents_dir_override", lambda n, v: Path(_text(n, v))),
+    "AGENT_IDLE_SECONDS": ("agent_idle_seconds", _int(0)),
+    "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
+    "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
     "AGENT_SANDBOX": ("agent_sandbox", _sandbox),
     "AGENT_UID": ("agent_uid", _int(1)),  # never 0: the agent must not be root

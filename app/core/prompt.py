@@ -7,6 +7,7 @@ heartbeat, and a timeout cancels the provider.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -16,7 +17,6 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from app.core.batching import Batcher
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -27,16 +27,18 @@ from app.core.models import Chat, Project, Run, RunSource, RunStatus
 from app.core.providers.base import Provider, ProviderError, TurnRequest
 from app.core.runs import (
     abandon_stale_runs,
-    append_output,
     begin_runs,
     finish_run_in,
+    record_chat_session_in,
+    record_usage_in,
     renew_heartbeats,
     run_outcome_in,
 )
 from app.core.sandbox import hand_over
 from app.core.timers import TIMERS, Workers
+from app.core.turn_writer import TurnWriter
 from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
-from app.core.workspace import agent_home, ensure_workspace, publish_assets, skill_text
+from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
 
@@ -111,15 +113,15 @@ class PromptService:
             return results  # type: ignore[return-value]
         failure: Exception | None = None
         try:
-            histories = self._histories([specs[i].chat_id for i, (run, _) in zip(ready, begun, strict=True)
-                                         if run is not None and not specs[i].fresh_session])
+            histories, latest = self._histories([specs[i].chat_id for i, (run, _) in zip(ready, begun, strict=True)
+                                                 if run is not None and not specs[i].fresh_session])
         except Exception as exc:  # the locks are held: each turn ends as failed below
-            histories, failure = {}, exc
+            histories, latest, failure = {}, {}, exc
         for i, (run, grant) in zip(ready, begun, strict=True):
             chat = chats[specs[i].chat_id]
             project = projects.get(chat.project_id) if chat.project_id else None
             results[i] = PromptAlreadyRunning() if run is None else \
-                self._launch(specs[i], run, grant, chat, project, workspaces[i], histories, failure)
+                self._launch(specs[i], run, grant, chat, project, workspaces[i], (histories, latest), failure)
         return results  # type: ignore[return-value]
 
     def _load(self, specs: list[TurnSpec]) -> tuple[dict[int, Chat], dict[int, Project]]:
@@ -175,7 +177,7 @@ class PromptService:
         return [(run, (grant[0], grant[1].id) if grant else None) for run, grant in zip(runs, grants, strict=True)]
 
     def _launch(self, spec: TurnSpec, run: Run, grant: tuple[str, int] | None, chat: Chat, project: Project | None,
-                workspace: Path | None, histories: dict[int, tuple[tuple[str, str], ...]],
+                workspace: Path | None, earlier: tuple[dict[int, tuple[tuple[str, str], ...]], dict[int, int]],
                 failure: Exception | None) -> RunHandle | Exception:
         """Start the thread of a turn that holds its chat's lock; on failure the turn ends as failed
         (without the spec's callbacks: the caller gets the exception instead)."""
@@ -192,10 +194,10 @@ class PromptService:
                 handle.grant_id = grant[1]
                 if spec.source == RunSource.SCHEDULE:
                     text = f"{text}\n\n---\n{skill_text()}"
-            home = agent_home(self.settings, project.id) if project is not None else None
-            request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, home=home, env=env,
+            request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
                                   session_id=None if spec.fresh_session else chat.provider_session_id,
-                                  history=histories.get(chat.id, ()))
+                                  history=earlier[0].get(chat.id, ()), project_id=chat.project_id,
+                                  previous_run_id=earlier[1].get(chat.id), fresh_session=spec.fresh_session)
             self._workers.submit(self._drive, run, project, request, handle)
         except Exception as exc:  # the lock is held: end the run rather than leave the chat wedged
             log.exception("action=turn_failed_to_start run_id=%s", run.id)
@@ -206,22 +208,26 @@ class PromptService:
                  run.id, chat.id, spec.source.value, spec.task_id)
         return handle
 
-    def _histories(self, chat_ids: list[int], limit: int = 50) -> dict[int, tuple[tuple[str, str], ...]]:
-        """Each chat's earlier finished turns as (role, text), oldest first (providers trim to budget)."""
+    def _histories(self, chat_ids: list[int], limit: int = 50) -> tuple[dict[int, tuple[tuple[str, str], ...]],
+                                                                         dict[int, int]]:
+        """Each chat's earlier finished turns as (role, text), oldest first (providers trim to budget),
+        and the id of its latest one."""
         if not chat_ids:
-            return {}
+            return {}, {}
         rank = sa.func.row_number().over(partition_by=Run.chat_id, order_by=Run.id.desc()).label("rank")
         inner = (select(Run.chat_id, Run.id, Run.prompt, Run.output, rank)
                  .where(Run.chat_id.in_(set(chat_ids)), Run.status != RunStatus.RUNNING.value).subquery())
         with self.db.read() as s:
-            rows = list(s.exec(select(inner.c.chat_id, inner.c.prompt, inner.c.output)
+            rows = list(s.exec(select(inner.c.chat_id, inner.c.id, inner.c.prompt, inner.c.output)
                                .where(inner.c.rank <= limit).order_by(inner.c.chat_id, inner.c.id)))
         turns: dict[int, list[tuple[str, str]]] = {}
-        for chat_id, prompt, output in rows:
+        latest: dict[int, int] = {}
+        for chat_id, run_id, prompt, output in rows:
             turns.setdefault(chat_id, []).append(("user", prompt))
+            latest[chat_id] = run_id
             if output:
                 turns[chat_id].append(("assistant", output))
-        return {chat_id: tuple(items) for chat_id, items in turns.items()}
+        return {chat_id: tuple(items) for chat_id, items in turns.items()}, latest
 
     def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:
         timed_out = threading.Event()
@@ -232,17 +238,10 @@ class PromptService:
 
         timer = TIMERS.call_later(self.settings.run_timeout_seconds, on_timeout)
         status, error = RunStatus.SUCCEEDED, None
-        batcher = Batcher(self._capped_writer(run, handle))
+        writer = TurnWriter(self.db, self.clock, run, handle)
         try:
             provider = self.providers(project)
-
-            def emit(chunk: str) -> None:
-                batcher.add(chunk)
-                if batcher.ended:
-                    handle.cancel.set()  # someone else ended this run (abandoned it)
-                    raise ProviderError("the run was ended elsewhere")
-
-            provider.run(request, emit, handle.cancel)
+            provider.run(request, writer.stream, handle.cancel)
         except ProviderError as exc:
             status, error = RunStatus.FAILED, str(exc)
         except Exception as exc:  # a provider bug must fail the turn, not kill the worker silently
@@ -252,30 +251,28 @@ class PromptService:
             timer.cancel()
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
-        self._finish(run, handle, status, error, tail=batcher.take())
-
-    def _capped_writer(self, run: Run, handle: RunHandle) -> Callable[[str], bool]:
-        """Appends to the run's output through its :class:`OutputCap`."""
-
-        def write(text: str) -> bool:
-            clipped = handle.cap.clip(text)
-            return append_output(self.db, self.clock, run, clipped) if clipped else True
-
-        return write
+        handle.usage, handle.session_id = writer.stream.usage, writer.stream.session_id
+        self._finish(run, handle, status, error, tail=writer.take())
 
     def _finish(self, run: Run, handle: RunHandle, status: RunStatus, error: str | None, tail: str = "") -> None:
         """Record the end in one transaction (group-committed with other turns' ends): the rest of the
         reply, the grant revoked, the lock released, and the caller's ``record_finish``."""
         now, tail = self.clock.now(), handle.cap.clip(tail)
         run_id, chat_id, grant_id, record = run.id, run.chat_id, handle.grant_id, handle.record_finish
+        usage = handle.usage.as_json() if handle.usage is not None else None
+        session_id = handle.session_id
 
         def end(s: Session, with_record: bool) -> RunResult:
             if grant_id is not None:
                 revoke_grant_in(s, now, grant_id)
-            finish_run_in(s, now, run_id, chat_id, status, error, tail)
+            if finish_run_in(s, now, run_id, chat_id, status, error, tail):
+                if usage:
+                    record_usage_in(s, run_id, json.dumps(usage, sort_keys=True))
+                if session_id and not handle.fresh_session:  # a fresh fire's session is its TaskRun's
+                    record_chat_session_in(s, chat_id, session_id)
             row = run_outcome_in(s, run_id)
-            result = RunResult(run_id, RunStatus(row[0]), row[1], row[2]) if row else \
-                RunResult(run_id, status, "", error)
+            result = RunResult(run_id, RunStatus(row[0]), row[1], row[2], usage, session_id) if row else \
+                RunResult(run_id, status, "", error, usage, session_id)
             if with_record and record is not None:
                 record(s, result)
             return result
@@ -352,3 +349,6 @@ class PromptService:
         for handle in self.running():
             handle.wait(grace_seconds)
         self._stop.set()
+        close = getattr(self.providers, "close", None)  # warm agent processes end with the service
+        if close is not None:
+            close()

@@ -15,7 +15,7 @@ from sqlmodel import Session, select
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound
-from app.core.models import Event, EventType, Run, RunSource, RunStatus
+from app.core.models import Chat, Event, EventType, Run, RunSource, RunStatus
 from app.core.turns import TurnSpec
 
 ABANDONED_REASON = "the process running this turn stopped before the turn finished"
@@ -31,6 +31,11 @@ _FINISH = _RUNS.update().where(_RUNNING).values(status=sa.bindparam("b_status"),
                                                  finished_at=sa.bindparam("b_now"),
                                                  output=_RUNS.c.output + sa.bindparam("b_text", type_=sa.String))
 _INSERT_EVENTS = _EVENTS.insert()
+_TOUCH = _RUNS.update().where(_RUNNING).values(heartbeat_at=sa.bindparam("b_now"))
+_USAGE = _RUNS.update().where(_RUNS.c.id == sa.bindparam("b_run")).values(usage=sa.bindparam("b_usage"))
+_CHATS = Chat.__table__
+_CHAT_SESSION = _CHATS.update().where(_CHATS.c.id == sa.bindparam("b_chat")).values(
+    provider_session_id=sa.bindparam("b_session"))
 _OUTCOME = sa.select(_RUNS.c.status, _RUNS.c.output, _RUNS.c.error).where(_RUNS.c.id == sa.bindparam("b_run"))
 
 
@@ -91,6 +96,31 @@ def append_output(db: Database, clock: Clock, run: Run, text: str) -> bool:
     """Log a chunk of assistant text (a group commit with other turns' chunks); False if the run ended."""
     now, run_id, chat_id = clock.now(), run.id, run.chat_id
     return db.combined(lambda s: append_output_in(s, now, run_id, chat_id, text))
+
+
+def append_event_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, kind: EventType, text: str) -> bool:
+    """Inside a write transaction: log a thought, tool, plan or status event of a running run (not
+    part of ``Run.output``); False if the run ended."""
+    if s.connection().execute(_TOUCH, {"b_run": run_id, "b_now": now}).rowcount != 1:
+        return False
+    _event(s, chat_id, run_id, kind, text, now)
+    return True
+
+
+def append_event(db: Database, clock: Clock, run: Run, kind: EventType, text: str) -> bool:
+    """Log one event of a running run (group-committed like text chunks); False if the run ended."""
+    now, run_id, chat_id = clock.now(), run.id, run.chat_id
+    return db.combined(lambda s: append_event_in(s, now, run_id, chat_id, kind, text))
+
+
+def record_usage_in(s: Session, run_id: int, usage_json: str) -> None:
+    """Inside the transaction that ends a run: what the turn cost (``runs.usage``, JSON)."""
+    s.connection().execute(_USAGE, {"b_run": run_id, "b_usage": usage_json})
+
+
+def record_chat_session_in(s: Session, chat_id: int, session_id: str) -> None:
+    """Inside the transaction that ends a run: the agent session later turns of the chat continue."""
+    s.connection().execute(_CHAT_SESSION, {"b_chat": chat_id, "b_session": session_id})
 
 
 def finish_run_in(s: Session, now: dt.datetime, run_id: int, chat_id: int, status: RunStatus,

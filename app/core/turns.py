@@ -16,6 +16,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from app.core.models import Run, RunSource, RunStatus
+from app.core.providers.base import Usage
 
 
 def instance_id() -> str:
@@ -29,6 +30,8 @@ class RunResult:
     status: RunStatus
     output: str
     error: str | None
+    usage: dict | None = None  # runs.usage as recorded (SPEC §11)
+    session_id: str | None = None  # the agent session the turn ran in, when the provider reported one
 
 
 @dataclasses.dataclass
@@ -87,6 +90,9 @@ class RunHandle:
         self.on_finish = spec.on_finish if spec else None
         self.record_finish = spec.record_finish if spec else None
         self.grant_id: int | None = None
+        self.fresh_session = spec.fresh_session if spec else False
+        self.usage: Usage | None = None  # what the provider reported, recorded when the run ends
+        self.session_id: str | None = None
         self.cap = OutputCap(cap)
 
     def _set(self, result: RunResult) -> None:

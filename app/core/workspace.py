@@ -29,11 +29,12 @@ def workspace_path(root: Path, project_id: int) -> Path:
 
 
 def agent_home(settings: Settings, project_id: int) -> Path:
-    """The project's agent home, ``<data-dir>/agent-homes/<project-id>/`` (every agent's HOME: CLIs
-    keep sessions and credentials there), created if missing and owned by the agent uid when
+    """``<data-dir>/agent-homes/<project-id>/``: the HOME of every agent of the project (agent CLIs
+    keep their sessions and credentials there); created absolute, since an agent resolves a
+    relative HOME against its session's working directory, and owned by the agent uid when
     sandboxed."""
     path = workspace_path(settings.agent_homes_dir, project_id)
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
     hand_over(settings, path)
     return path
 
@@ -43,6 +44,27 @@ def ensure_workspace(root: Path, project_id: int) -> Path:
     path = workspace_path(root, project_id)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def loose_agent_dirs(settings: Settings, chat_id: int) -> tuple[Path, Path]:
+    """(home, working directory) of an agent in a loose chat, which has no project workspace;
+    owned by the agent uid when sandboxed."""
+    base = workspace_path(settings.agent_homes_dir / "loose", chat_id)
+    home, work = base / "home", base / "work"
+    for folder in (home, work):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        hand_over(settings, folder)
+    return home, work
+
+
+def agent_token_file(settings: Settings, chat_id: int) -> Path:
+    """Where a warm agent of the chat finds its turn's schedule token (SCHEDULE_API_TOKEN_FILE):
+    outside every agent home, one folder per chat (created here, the agent uid's when sandboxed:
+    the sandbox binds it read-only), the file present only during a turn."""
+    path = workspace_path(settings.agent_tokens_dir, chat_id)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    hand_over(settings, path)
+    return path / "token"
 
 
 ASSETS_DIR = Path(__file__).resolve().parent / "agent_assets"

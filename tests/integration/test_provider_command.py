@@ -56,7 +56,7 @@ class Rig:
 
     def request(self, text: str = "hello", env: dict[str, str] | None = None, loose: bool = False) -> TurnRequest:
         return TurnRequest(chat_id=1, run_id=1, text=text, workspace=None if loose else self.workspace,
-                           home=None if loose else self.home, env=env or {})
+                           project_id=None if loose else 1, env=env or {})
 
 
 def make_rig(mode: str, root: Path, **changes: object) -> Rig:

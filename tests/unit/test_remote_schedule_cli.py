@@ -111,13 +111,15 @@ def stub() -> Iterator[Stub]:
 
 
 def run(*args: str, url: str | None = None, token: str | None = TOKEN, stdin: str | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        cwd: Path | None = None, token_file: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI as an agent runs it; only the variables given here are set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCHEDULE_API_")}
     if url is not None:
         env["SCHEDULE_API_URL"] = url
     if token is not None:
         env["SCHEDULE_API_TOKEN"] = token
+    if token_file is not None:
+        env["SCHEDULE_API_TOKEN_FILE"] = str(token_file)
     return subprocess.run([sys.executable, str(CLI), *args], env=env, input=stdin, capture_output=True, text=True,
                           timeout=30, cwd=cwd, check=False)
 
@@ -433,6 +435,41 @@ def test_missing_token_exits_3_naming_the_variable(stub: Stub) -> None:
     result = run("list", url=stub.url, token=None)
     assert result.returncode == 3
     assert "SCHEDULE_API_TOKEN is not set" in result.stderr
+    assert stub.requests == []
+
+
+def test_the_token_file_is_read_when_the_token_variable_is_unset(stub: Stub, tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text("ccg_from-the-file\n", encoding="utf-8")
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": []})
+    result = run("list", url=stub.url, token=None, token_file=path)
+    assert result.returncode == 0, result.stderr
+    assert only_request(stub).headers["Authorization"] == "Bearer ccg_from-the-file"
+
+
+def test_the_token_variable_wins_over_the_file(stub: Stub, tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text("ccg_from-the-file", encoding="utf-8")
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": []})
+    result = run("list", url=stub.url, token=TOKEN, token_file=path)
+    assert result.returncode == 0, result.stderr
+    assert only_request(stub).headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_missing_token_file_exits_3_saying_no_turn_is_running(stub: Stub, tmp_path: Path) -> None:
+    result = run("list", url=stub.url, token=None, token_file=tmp_path / "absent")
+    assert result.returncode == 3
+    assert "SCHEDULE_API_TOKEN_FILE" in result.stderr and "only while a turn" in result.stderr
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize("content", ["", "  \n", "x" * 5000], ids=["empty", "blank", "too-large"])
+def test_an_unusable_token_file_exits_3_naming_the_variable(stub: Stub, tmp_path: Path, content: str) -> None:
+    path = tmp_path / "token"
+    path.write_text(content, encoding="utf-8")
+    result = run("list", url=stub.url, token=None, token_file=path)
+    assert result.returncode == 3
+    assert "SCHEDULE_API_TOKEN_FILE" in result.stderr
     assert stub.requests == []
 
 

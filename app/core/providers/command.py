@@ -44,6 +44,7 @@ from typing import IO
 from app.core import sandbox
 from app.core.config import Settings
 from app.core.providers.base import Emit, ProviderError, TurnRequest
+from app.core.workspace import agent_home
 
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4096
@@ -190,7 +191,8 @@ class _Child:
 def _workdir(settings: Settings, request: TurnRequest) -> Iterator[tuple[Path, Path]]:
     """(cwd, HOME) of the turn: the project's workspace and agent home, or one scratch folder."""
     if request.workspace is not None:
-        yield request.workspace, request.home or request.workspace
+        home = agent_home(settings, request.project_id) if request.project_id is not None else request.workspace
+        yield request.workspace, home
         return
     with sandbox.scratch(settings) as folder:
         yield folder, folder

@@ -20,6 +20,7 @@ from app.core import envelope, sandbox
 from app.core.config import Settings
 from app.core.envelope import MARKER
 from app.core.providers.base import Emit, ProviderError, TurnRequest
+from app.core.workspace import agent_home
 
 SKILL_SEPARATOR = "\n\n---\n"
 MAX_SLEEP = 3600.0
@@ -90,8 +91,9 @@ class DemoProvider:
         # the server's interpreter is not visible in the sandbox; the system's python3 runs the CLI
         python = sys.executable if self.settings.agent_sandbox == "off" else "python3"
         # a sandbox that cannot run fails the turn (SandboxError) with what to do about it
+        home = agent_home(self.settings, request.project_id) if request.project_id is not None else request.workspace
         launch = sandbox.prepare(self.settings, [python, "scripts/remote-schedule", *args],
-                                 workspace=request.workspace, home=request.home or request.workspace, env=request.env)
+                                 workspace=request.workspace, home=home, env=request.env)
         try:
             with launch.popen(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, start_new_session=True) as proc:

@@ -6,7 +6,9 @@ A project's ``provider_settings`` is a JSON object; its values win over the serv
 - ``base_url``, ``model``, ``api_key`` (openai provider): else ``CHATCRON_OPENAI_BASE_URL``,
   ``CHATCRON_OPENAI_MODEL``, ``CHATCRON_OPENAI_API_KEY`` — but the server's key is sent only to
   the server's own base URL;
-- ``history_budget_chars`` (openai provider): a whole number >= 0, default 24,000.
+- ``history_budget_chars`` (openai and acp providers): a whole number >= 0, default 24,000;
+- ``agent``, ``tool_policy``, ``env.NAME`` (acp provider, with ``command`` and ``model``): see
+  :mod:`app.core.providers.acp`.
 
 An empty string counts as unset. Unknown keys, wrong types and invalid JSON fail the turn with a
 ProviderError naming the project and the setting, so a typo never silently falls back to the
@@ -16,11 +18,15 @@ server's values.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Mapping
 
+from app.core.agents import presets
 from app.core.config import Settings
 from app.core.models import Project
 from app.core.providers import openai
+from app.core.providers.acp import ASK_LATER, POLICIES, AcpConfig, AcpProvider
+from app.core.providers.acp_pool import AgentPool
 from app.core.providers.base import Provider, ProviderError
 from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
@@ -28,7 +34,10 @@ from app.core.providers.demo import DemoProvider
 # key → expected type; one table for every provider so a project can switch provider and keep its values
 SETTING_TYPES: dict[str, type] = {
     "command": str, "base_url": str, "model": str, "api_key": str, "history_budget_chars": int,
+    "agent": str, "tool_policy": str,
 }
+ENV_PREFIX = "env."  # env.NAME: a variable of the acp agent's environment
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def project_settings(project: Project | None) -> dict[str, object]:
@@ -43,6 +52,12 @@ def project_settings(project: Project | None) -> dict[str, object]:
     if not isinstance(value, dict):
         raise ProviderError(f"{where} must be a JSON object")
     for key, item in value.items():
+        if key.startswith(ENV_PREFIX):
+            if not _ENV_NAME.fullmatch(key[len(ENV_PREFIX):]):
+                raise ProviderError(f"{where}: {key!r} is not env.NAME with a variable name (letters, digits, _)")
+            if not isinstance(item, str):
+                raise ProviderError(f"{where}: {key} must be a string")
+            continue
         expected = SETTING_TYPES.get(key)
         if expected is None:
             known = ", ".join(SETTING_TYPES)
@@ -69,10 +84,51 @@ def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
     return openai.OpenAIProvider(config)
 
 
-def make_provider_factory(settings: Settings) -> Callable[[Project | None], Provider]:
-    """A function project → provider, bound to these settings; it raises ProviderError when the
-    chosen provider is unknown or misconfigured (the turn then fails with that message)."""
-    def factory(project: Project | None) -> Provider:
+def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
+    """The acp provider's settings, checked; raises ProviderError naming the setting."""
+    agent, command = str(options.get("agent") or ""), str(options.get("command") or "")
+    if bool(agent) == bool(command):
+        raise ProviderError("acp settings: set exactly one of agent (a preset: "
+                            f"{', '.join(sorted(presets.PRESETS))}) or command (an ACP agent command line)")
+    policy = str(options.get("tool_policy") or "allow")
+    if policy == "ask":
+        raise ProviderError(ASK_LATER)
+    if policy not in POLICIES:
+        raise ProviderError(f"acp setting tool_policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    preset = install_dir = None
+    if agent:
+        preset = presets.PRESETS.get(agent)
+        if preset is None:
+            raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
+                                f"{', '.join(sorted(presets.PRESETS))})")
+        try:
+            install_dir = presets.require_installed(preset, settings.agents_dir)
+        except presets.AgentInstallError as exc:
+            raise ProviderError(str(exc)) from None
+        argv = tuple(preset.argv(install_dir))
+    else:
+        argv = split_command(command)
+    env = {key[len(ENV_PREFIX):]: str(item) for key, item in options.items() if key.startswith(ENV_PREFIX)}
+    budget = options.get("history_budget_chars")
+    return AcpConfig(argv=argv, env=env, policy=policy, model=str(options.get("model") or "") or None,
+                     history_budget=budget if isinstance(budget, int) else openai.DEFAULT_HISTORY_BUDGET_CHARS,
+                     preset=preset, install_dir=install_dir,
+                     options={k: v for k, v in options.items() if isinstance(v, str)})
+
+
+class ProviderFactory:
+    """project → provider, bound to these settings; raises ProviderError when the chosen provider
+    is unknown or misconfigured (the turn then fails with that message). Owns this process's warm
+    ACP agents: ``close`` ends them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.agents = AgentPool(max_processes=settings.max_agent_processes,
+                                idle_seconds=settings.agent_idle_seconds,
+                                cancel_grace_seconds=settings.agent_cancel_grace_seconds)
+
+    def __call__(self, project: Project | None) -> Provider:
+        settings = self.settings
         name = (project.provider if project and project.provider else None) or settings.provider
         if name == "demo":
             return DemoProvider(settings.demo_word_delay_seconds, settings)
@@ -80,6 +136,13 @@ def make_provider_factory(settings: Settings) -> Callable[[Project | None], Prov
             return _command(settings, project_settings(project))
         if name == "openai":
             return _openai(settings, project_settings(project))
+        if name == "acp":
+            return AcpProvider(acp_config(settings, project_settings(project)), self.agents, settings)
         raise ProviderError(f"unknown provider {name!r}")
 
-    return factory
+    def close(self) -> None:
+        self.agents.close()
+
+
+def make_provider_factory(settings: Settings) -> ProviderFactory:
+    return ProviderFactory(settings)

@@ -87,7 +87,8 @@ def prepare_data_dir(settings: Settings) -> None:
     data = settings.data_dir
     data.mkdir(parents=True, exist_ok=True)
     if switches_uid(settings):
-        for folder in (data, settings.workspaces_dir, settings.agent_homes_dir, data / "tmp"):
+        for folder in (data, settings.workspaces_dir, settings.agent_homes_dir, settings.agent_tokens_dir,
+                       data / "tmp"):
             folder.mkdir(exist_ok=True)
             _open_to_traverse(folder)
     url = normalize_url(settings.db_url)

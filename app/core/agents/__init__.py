@@ -1,0 +1,1 @@
+"""Agent presets: pinned ACP agents installed into the data dir (SPEC §11)."""

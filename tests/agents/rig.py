@@ -1,0 +1,102 @@
+"""A chat whose project runs a real ACP agent (the installed ``claude`` preset) against the
+scripted model server, with the agent API served on a real socket for ``remote-schedule``.
+
+Shared by the integration tests and the benchmark. The agent is the one ``setup --test`` installs
+into ``.tools/agents`` (CHATCRON_AGENTS_DIR); the rig installs it there itself when it is missing
+(the product's own command, a no-op once installed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from sqlmodel import select
+
+import app
+from app.core import chats, projects
+from app.core.agents import presets
+from app.core.chats import SCHEDULED_TASKS
+from app.core.config import Settings
+from app.core.context import Core
+from app.core.models import Chat, Event, Run, User
+from app.core.providers.registry import ProviderFactory
+from tests.agents.anthropic_server import AnthropicServer
+from tests.conftest import make_core, with_settings
+from tests.integration.apiclient import add_user
+from tests.integration.apiserver import ApiServer, free_port
+
+ROOT = Path(app.__file__).resolve().parent.parent
+TEST_AGENTS_DIR = Path(os.environ.get("CHATCRON_AGENTS_DIR") or ROOT / ".tools" / "agents")
+
+
+def agents_dir(name: str = "claude") -> Path:
+    """The suite's agents folder with ``name`` installed in it."""
+    presets.install(presets.PRESETS[name], TEST_AGENTS_DIR)
+    return TEST_AGENTS_DIR
+
+
+def claude_settings(model_url: str) -> dict[str, str]:
+    """Project settings of a chat whose agent is Claude Code talking to ``model_url``."""
+    return {"agent": "claude", "env.ANTHROPIC_BASE_URL": model_url, "env.ANTHROPIC_API_KEY": "sk-ant-test"}
+
+
+@dataclasses.dataclass
+class AgentRig:
+    core: Core
+    model: AnthropicServer
+    api: ApiServer
+    user: User
+    project: int
+    chat: int
+
+    @property
+    def pool(self):  # noqa: ANN201 - the AgentPool of this core
+        factory = self.core.prompts.providers
+        assert isinstance(factory, ProviderFactory)
+        return factory.agents
+
+    def configure(self, **changes: str) -> None:
+        projects.set_provider(self.core.db, self.project, "acp", {**claude_settings(self.model.url), **changes})
+
+    def events(self, run_id: int) -> list[Event]:
+        with self.core.db.read() as s:
+            return list(s.exec(select(Event).where(Event.run_id == run_id).order_by(Event.id)))
+
+    def chat_row(self) -> Chat:
+        with self.core.db.read() as s:
+            return s.get(Chat, self.chat)
+
+    def run_row(self, run_id: int) -> Run:
+        with self.core.db.read() as s:
+            return s.get(Run, run_id)
+
+    def close(self) -> None:
+        self.core.prompts.shutdown(5.0)
+        self.api.close()
+        self.core.db.dispose()
+
+
+def build_rig(settings: Settings, model: AnthropicServer, *, skill: bool = True, **changes: object) -> AgentRig:
+    port = free_port()
+    core = make_core(with_settings(settings, api_url=f"http://127.0.0.1:{port}", agents_dir_override=agents_dir(),
+                                   **changes))
+    api = ApiServer(core, port)
+    user = add_user(core, "alice@example.com")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", user)
+    projects.set_provider(core.db, project.id, "acp", claude_settings(model.url))
+    chat = chats.create_chat(core.db, core.clock, user, project.id, "Standups")
+    if skill:
+        chats.update_chat(core.db, core.clock, user, chat.id, skills=[SCHEDULED_TASKS])
+    return AgentRig(core, model, api, user, project.id, chat.id)
+
+
+def reopen(rig: AgentRig) -> AgentRig:
+    """The same data dir and database with a new core: a restart of the process."""
+    rig.core.prompts.shutdown(5.0)
+    rig.api.close()
+    rig.core.db.dispose()
+    core = make_core(rig.core.settings)
+    api = ApiServer(core, rig.api.port)
+    return dataclasses.replace(rig, core=core, api=api)
