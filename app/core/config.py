@@ -151,6 +151,13 @@ class Settings:
     def agent_homes_dir(self) -> Path:
         """Folder holding one agent home (the agents' HOME) per project."""
         return self.data_dir / "agent-homes"
+
+    @property
+    def agent_tokens_dir(self) -> Path:
+        """Folder holding one schedule-token folder per chat (SCHEDULE_API_TOKEN_FILE)."""
+        return self.data_dir / "agent-tokens"
+
+    @property
     def agents_dir(self) -> Path:
         """Where presets are installed (``install-agent``): one folder per preset."""
         return self.agents_dir_override or self.data_dir / "agents"
