@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import os
+
 import reflex as rx
 
-from app.api import behind_proxies, create_api
+from app.api import behind_proxies, create_api, only_from
 from app.core.config import load_settings
 from app.core.context import get_core
+from app.core.origins import allowed_origins
+from app.ui import guard
 from app.ui.pages import chat, index, login
+from app.ui.state.login import LoginState
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
+# A websocket frame may carry the longest prompt (JSON may double it) and little else; a bigger one
+# drops the socket before anything is parsed or stored (Reflex's default is 1 MB).
+os.environ.setdefault("REFLEX_SOCKET_MAX_HTTP_BUFFER_SIZE", str(guard.frame_limit(_settings)))
+# The same list rxconfig.py gives Reflex's CORS middleware and socket.io server.
+_origins = allowed_origins(_settings.allowed_origins, rx.config.get_config().deploy_url)
 
 app = rx.App(
     api_transformer=[create_api(get_core, _settings.request_max_bytes),
-                     lambda asgi: behind_proxies(asgi, _settings.trusted_proxies)],
+                     lambda asgi: behind_proxies(asgi, _settings.trusted_proxies),
+                     lambda asgi: only_from(asgi, _origins)],
     theme=rx.theme(accent_color="indigo", radius="large"),
+    stylesheets=["/chatcron.css"],  # assets/chatcron.css
+    backend_exception_handler=guard.calm_exception_handler,
+    head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml"),
+                     rx.el.script(src="/transcript.js", defer=True)],  # assets/transcript.js: pins the transcript
 )
-app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=login.LoginState.read_error)
+app.add_middleware(guard.EventGuard())
+app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
 app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_load=chat.ON_LOAD)

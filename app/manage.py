@@ -9,16 +9,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-from app.core import auth, chats, projects
+from app.core import accounts, auth, chats, projects
 from app.core.agents import presets
 from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core, build_core
 from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
+from app.schedules.service import forget_chats
 
+MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password"
 
@@ -42,6 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="cli")
     p.add_argument("--days", type=int, default=0, help="expire after this many days (default: until revoked)")
     p = sub.add_parser("revoke-tokens", help="revoke every personal API token of a user")
+    p.add_argument("--email", required=True)
+    p = sub.add_parser("delete-user", help="delete a user and what only they used (docs/SECURITY.md)")
+    p.add_argument("--email", required=True)
+    p = sub.add_parser("revoke-access", help="remove a user's membership of a project")
+    p.add_argument("--email", required=True)
+    p.add_argument("--project", required=True, type=int)
+    p = sub.add_parser("end-sessions", help="end every browser session of a user (API tokens: revoke-tokens)")
     p.add_argument("--email", required=True)
     sub.add_parser("seed-demo", help="demo user, project and chat; prints the login")
     p = sub.add_parser("set-provider", help="choose a project's agent provider and its settings")
@@ -85,6 +94,8 @@ def seed_demo(core: Core) -> str:
 
 def run(argv: Sequence[str], core: Core) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "project", None) is not None and not 1 <= args.project <= MAX_ID:
+        raise NotFound(f"no project with id {args.project}")  # as the API: out of range is unknown
     if args.command == "migrate":
         upgrade(core.db)
         print("database is up to date")
@@ -106,6 +117,8 @@ def run(argv: Sequence[str], core: Core) -> int:
     elif args.command == "revoke-tokens":
         count = auth.revoke_tokens(core.db, core.clock, auth.find_user(core.db, args.email).id)
         print(f"revoked {count} token(s) of {args.email}")
+    elif args.command in ("delete-user", "revoke-access", "end-sessions"):
+        print(_take_away(args, core))
     elif args.command == "seed-demo":
         print(seed_demo(core))
     elif args.command == "set-provider":
@@ -117,6 +130,16 @@ def run(argv: Sequence[str], core: Core) -> int:
     elif args.command == "list-agents":
         print(list_agents(core))
     return 0
+
+
+def _take_away(args: argparse.Namespace, core: Core) -> str:
+    """delete-user, revoke-access, end-sessions (SPEC §17): what happened, in one sentence."""
+    if args.command == "delete-user":
+        return accounts.delete_user(core.db, args.email, core.settings.workspaces_dir, forget_chats).sentence()
+    if args.command == "revoke-access":
+        return accounts.revoke_access(core.db, core.clock, args.email, args.project).sentence()
+    email, count = accounts.end_sessions(core.db, args.email)
+    return f"ended {count} browser session(s) of {email}"
 
 
 def _setting(item: str) -> tuple[str, str]:
@@ -136,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(sys.argv[1:] if argv is None else argv, core)
     except (ChatcronError, NotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except IntegrityError as exc:  # another process wrote a row that refers to what this one changed
+        reason = first_line(exc.orig or exc)
+        print(f"error: the data changed meanwhile ({reason}); nothing was changed, try again", file=sys.stderr)
         return 1
     except (StoreError, OperationalError, ProgrammingError) as exc:
         reason = first_line(getattr(exc, "orig", None) or exc)

@@ -144,3 +144,31 @@ def agent_script(settings: Settings, body: str, name: str = "agent.py", *args: s
     shown = settings.agent_read_only_paths + ((agent_bin,) if agent_bin not in settings.agent_read_only_paths else ())
     return (with_settings(settings, agent_read_only_paths=shown),
             shlex.join([python, str(agent_bin / name), *args]))
+
+
+@contextlib.contextmanager
+def database_core(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                  clock=None, **changes: object) -> Iterator[Core]:
+    """A migrated core on the database ``request.param`` names ("sqlite" or "postgres"), for a
+    module-scoped fixture: a SQLite file in its own temp folder, or a fresh PostgreSQL schema
+    dropped afterwards (the PostgreSQL variant is skipped, saying why, when CI's URL is unset)."""
+    tmp = tmp_path_factory.mktemp(f"{name}-{request.param}")
+    schema = base = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp / 'test.db'}"
+    else:
+        base = pg_base_url()
+        if base is None:
+            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
+        url, schema = _pg_schema_url(base)
+    with open_tmp() as reachable:  # the data dir where sandboxed agents can reach their workspace
+        settings = Settings(data_dir=reachable / "data", database_url=url, demo_word_delay_seconds=0.0,
+                            run_lease_seconds=5)
+        core = make_core(dataclasses.replace(settings, **changes), clock)
+        try:
+            yield core
+        finally:
+            core.prompts.shutdown(2.0)
+            core.db.dispose()
+            if schema is not None:
+                _drop_schema(base, schema)

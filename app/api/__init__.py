@@ -9,6 +9,7 @@ from starlette.types import ASGIApp
 
 from app.api import agent, errors, metrics, schedules, user, web_auth
 from app.api.limits import BodyLimit
+from app.api.origins import OriginGuard
 from app.api.proxies import ProxyHeaders
 from app.core.context import Core
 
@@ -16,6 +17,11 @@ from app.core.context import Core
 def behind_proxies(app: ASGIApp, trusted: tuple[str, ...]) -> ASGIApp:
     """Believe X-Forwarded-Proto/-For from these proxy addresses (so the cookie is Secure behind TLS)."""
     return ProxyHeaders(app, trusted) if trusted else app
+
+
+def only_from(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
+    """Refuse browser requests and socket handshakes from any other origin (SPEC §17)."""
+    return OriginGuard(app, origins)
 
 
 def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAPI:

@@ -43,7 +43,7 @@ def core_of(request: Request) -> Core:
 def current_user(request: Request) -> User:
     """The owner of the personal API token in the Authorization header; 401 otherwise."""
     core = core_of(request)
-    user = auth.user_for_token(core.db, bearer(request), core.clock)
+    user = auth.user_for_token(core.db, core.clock, bearer(request))
     if user is None:
         raise Unauthorized("invalid or revoked API token")
     return user

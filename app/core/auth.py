@@ -197,7 +197,7 @@ def create_api_token(db: Database, clock: Clock, user_id: int, name: str = "",
     return token
 
 
-def user_for_token(db: Database, token: str, clock: Clock | None = None) -> User | None:
+def user_for_token(db: Database, clock: Clock, token: str) -> User | None:
     """The owner of an unrevoked, unexpired personal token, or None."""
     if not token:
         return None
@@ -211,7 +211,7 @@ def user_for_token(db: Database, token: str, clock: Clock | None = None) -> User
     record, user = row
     if record.revoked_at is not None or not hmac.compare_digest(record.token_hash, wanted):
         return None
-    if record.expires_at is not None and record.expires_at <= (clock or SystemClock()).now():
+    if record.expires_at is not None and record.expires_at <= clock.now():
         return None
     return user
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.core.origins import parse_origin
+
 
 class ConfigError(ValueError):
     """A setting has a value the product cannot run with; the message names the variable."""
@@ -86,6 +88,18 @@ def _paths(name: str, raw: str) -> tuple[Path, ...]:
     return tuple(out)
 
 
+def _origins(name: str, raw: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for item in (x for x in raw.split(",") if x.strip()):
+        try:
+            origin = parse_origin(item)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+        if origin not in found:
+            found.append(origin)
+    return tuple(found)
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every tunable of the product; defaults are the documented ones (README, SPEC §9)."""
@@ -115,6 +129,7 @@ class Settings:
     run_history_limit: int = 200
     session_ttl_seconds: int = 14 * 24 * 3600
     trusted_proxies: tuple[str, ...] = ()  # addresses whose X-Forwarded-Proto/-For are believed
+    allowed_origins: tuple[str, ...] = ()  # browser origins let in with credentials; () = the served URL's
     login_max_failures_per_account: int = 5
     login_max_failures_per_address: int = 20
     login_window_seconds: int = 900
@@ -205,6 +220,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_MAX_FILE_BYTES": ("agent_max_file_bytes", _int(1 << 20)),
     "AGENT_MAX_MEMORY_BYTES": ("agent_max_memory_bytes", _int(64 << 20)),
     "AGENT_READ_ONLY_PATHS": ("agent_read_only_paths", _paths),
+    "ALLOWED_ORIGINS": ("allowed_origins", _origins),
 }
 
 PREFIX = "CHATCRON_"

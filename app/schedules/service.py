@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -339,3 +340,16 @@ def _max_runs(value: object) -> int | None:
     return value
 
 
+
+
+def forget_chats(s: Session, chat_ids: Sequence[int]) -> None:
+    """Inside the caller's transaction: delete the schedules of chats that are being deleted, with
+    their history (``accounts.delete_user``); raises Conflict while one of them has a fire in flight."""
+    tasks = select(ScheduledTask.id).where(ScheduledTask.chat_id.in_(chat_ids))
+    busy = s.exec(tasks.where(ScheduledTask.active_run_id.is_not(None))).first()
+    if busy is not None:
+        raise Conflict(f"schedule {busy} has a fire in flight in a chat that would be deleted; "
+                       "try again when it has finished")
+    s.exec(sa.delete(TaskRun).where(TaskRun.task_id.in_(tasks)).execution_options(synchronize_session=False))
+    s.exec(sa.delete(ScheduledTask).where(ScheduledTask.chat_id.in_(chat_ids))
+           .execution_options(synchronize_session=False))

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from app.core.errors import InvalidInput
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
+from app.ui import checks
 
 KINDS = ("once", "cron", "interval")
 LABELS = {
@@ -40,6 +41,20 @@ class FormFields:
     overlap: str = Overlap.QUEUE_ONE.value
     session: str = SessionMode.RESUME.value
     max_runs: str = ""
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
+CHOICES = {"kind": KINDS, "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode)}
+# The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
+LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32}
+
+
+def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
+    """(field, value) of one keystroke in the dialog, or InvalidInput for a field or value it cannot hold."""
+    name = checks.choice(field, "field", FIELDS)
+    if name in CHOICES:
+        return name, checks.choice(value, name, CHOICES[name])
+    return name, checks.text(value, name, prompt_chars if name == "prompt" else LIMITS[name])
 
 
 def explain(exc: InvalidInput) -> str:

@@ -12,16 +12,15 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-from app.core import auth
 from app.core.context import get_core
-from app.core.errors import InvalidInput, Unauthorized
+from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
 from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError, parse_instant
-from app.ui import schedule_form, schedule_views
+from app.ui import schedule_form, schedule_views, usage
 from app.ui.schedule_form import FormFields
 
 HISTORY_LIMIT = 20
@@ -41,15 +40,6 @@ def task_service() -> TaskService:
         return _service
 
 
-def session_user(token: str) -> User:
-    """The user of a session cookie; Unauthorized once the session ended (checked on every poll)."""
-    core = get_core()
-    user = auth.user_for_session(core.db, core.clock, token)
-    if user is None:
-        raise Unauthorized("your session has ended; log in again")
-    return user
-
-
 @dataclasses.dataclass
 class Snapshot:
     rows: list[schedule_views.TaskRow]
@@ -62,9 +52,9 @@ def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[in
     actor = Actor(user)
     tasks = service.list(actor, chat_id)
     now = service.clock.now()
-    rows = [schedule_views.task_row(task, now, viewer_zone,
-                                    service.runs(actor, task.id, HISTORY_LIMIT) if task.id in expanded else None,
-                                    index)
+    histories = {task.id: service.runs(actor, task.id, HISTORY_LIMIT) for task in tasks if task.id in expanded}
+    lines = usage.usage_lines(service.db, [run.run_id for runs in histories.values() for run in runs if run.run_id])
+    rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines)
             for index, task in enumerate(tasks)]
     return Snapshot(rows, schedule_views.timeline(tasks, now, viewer_zone))
 

@@ -1,4 +1,5 @@
-"""The web process's FastAPI app served on a real loopback socket (granian's embedded server).
+"""The web process's FastAPI app (or any ASGI app) served on a real loopback socket (granian's
+embedded server).
 
 Tests whose subprocesses (the remote-schedule CLI, an agent script) must reach the agent API
 over HTTP start one of these.
@@ -14,18 +15,19 @@ import time
 import pytest
 from granian.constants import Interfaces
 from granian.server.embed import Server
+from starlette.types import ASGIApp
 
 from app.api import create_api
 from app.core.context import Core
 
 
-class ApiServer:
-    """The web process's FastAPI app on 127.0.0.1:``port``, served by granian's embedded server in a thread."""
+class AsgiServer:
+    """An ASGI app on 127.0.0.1:``port``, served by granian's embedded server in a thread."""
 
-    def __init__(self, core: Core, port: int | None = None) -> None:
+    def __init__(self, app: ASGIApp, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.app = create_api(lambda: core, core.settings.request_max_bytes)
+        self.app = app
         self.loop = asyncio.new_event_loop()
         self.server: Server | None = None
         self.failure: BaseException | None = None
@@ -59,7 +61,22 @@ class ApiServer:
             self.loop.call_soon_threadsafe(self.server.stop)
         self.thread.join(15)
         assert not self.thread.is_alive(), "granian did not stop"
+        self.loop.run_until_complete(_cancel_the_rest())  # e.g. the app's own timers: end them, not drop them
         self.loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+
+
+class ApiServer(AsgiServer):
+    """The web process's FastAPI app on 127.0.0.1:``port``."""
+
+    def __init__(self, core: Core, port: int | None = None) -> None:
+        super().__init__(create_api(lambda: core, core.settings.request_max_bytes), port)
 
 
 def free_port() -> int:

@@ -1,8 +1,10 @@
-"""Fixtures shared by the scheduler-loop suites (test_scheduler_loop, test_batched_starts)."""
+"""Fixtures shared by the scheduler-loop suites (test_scheduler_loop, test_batched_starts) and the
+admin CLI suites (test_manage_cli, test_manage_access)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +12,9 @@ import pytest
 from app.core.clock import FakeClock
 from app.core.config import Settings
 from app.core.context import Core
+from app.core.db import Database
 from tests.conftest import make_core, with_settings
+from tests.integration.managecli import Cli, cli_env
 
 
 @pytest.fixture
@@ -30,3 +34,20 @@ def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[...
     for core in opened:
         core.prompts.shutdown(5.0)
         core.db.dispose()
+
+
+@pytest.fixture
+def cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
+    """SQLite: only CHATCRON_DATA_DIR (the default store in it); PostgreSQL: CHATCRON_DATABASE_URL too."""
+    data_dir = tmp_path / "cli-data"
+    if db_url.startswith("sqlite"):
+        yield Cli(cli_env(data_dir), data_dir, f"sqlite:///{(data_dir / 'chatcron.db').resolve()}")
+    else:
+        yield Cli(cli_env(data_dir, CHATCRON_DATABASE_URL=db_url), data_dir, db_url)
+
+
+@pytest.fixture
+def store(cli: Cli) -> Iterator[Database]:
+    db = Database(cli.url)
+    yield db
+    db.dispose()

@@ -10,19 +10,34 @@ conversation test. On SQLite and PostgreSQL where the store matters.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import signal
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from sqlmodel import select
 
 from app.core.config import Settings
-from app.core.models import Run, RunSource, RunStatus
+from app.core.models import Chat, Run, RunSource, RunStatus
+from app.core.providers.acp_turn import LOST_SESSION
 from app.core.turns import RunHandle, RunResult
 from app.schedules.model import CreatedBy, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
-from tests.agents.anthropic_server import USAGE_CACHED, USAGE_IN, USAGE_OUT, AnthropicServer, bash, text, user_texts
+from tests.agents.anthropic_server import (
+    USAGE_CACHED,
+    USAGE_IN,
+    USAGE_OUT,
+    AnthropicServer,
+    bash,
+    stall,
+    text,
+    user_texts,
+    wait_for,
+)
 from tests.agents.rig import AgentRig, build_rig, reopen
 from tests.integration.test_scheduler_loop import settle
 
@@ -139,3 +154,131 @@ def test_a_restart_of_both_processes_between_turns_loses_nothing(rig: AgentRig, 
     finally:
         again.close()
         rig.api = again.api  # closed already; the fixture's close is then harmless
+
+
+# -- the agent misbehaves, the policy refuses, the session is gone (the store does not matter) ------
+
+SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def quick_rig(settings: Settings, model: AnthropicServer) -> Iterator[AgentRig]:
+    """A rig whose agents get one second to stop after a cancel."""
+    r = build_rig(settings, model, agent_cancel_grace_seconds=1.0)
+    yield r
+    r.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def warm_up(rig: AgentRig, model: AnthropicServer) -> int:
+    """One quick turn, so the chat has a warm agent; returns its pid."""
+    model.play(text("Ready."))
+    assert finished(rig.core.prompts.start(rig.chat, "Are you there?")).status == RunStatus.SUCCEEDED
+    return rig.pool.pids()[rig.chat]
+
+
+@SQLITE
+def test_deny_refuses_tools_but_remote_schedule_and_the_refusal_is_on_the_tools_event(
+        rig: AgentRig, model: AnthropicServer) -> None:
+    rig.configure(tool_policy="deny")
+    model.play(bash("scripts/remote-schedule list"), bash("touch denied.txt"), text("I was not allowed to."))
+    result = finished(rig.core.prompts.start(rig.chat, "List the schedules, then create denied.txt."))
+    assert result.status == RunStatus.SUCCEEDED, result
+    listed, touched = tool_states(rig, result.run_id).values()
+    assert listed[-1]["status"] == "completed" and listed[-1]["decision"]["by"] == "capability"
+    refused = touched[-1]
+    assert (refused["input"], refused["status"]) == ("touch denied.txt", "failed")
+    assert refused["decision"]["outcome"] == "rejected" and refused["decision"]["by"] == "policy:deny"
+    assert refused["decision"]["option"] == "reject"
+    workspace = rig.core.settings.workspaces_dir / str(rig.project)
+    assert not (workspace / "denied.txt").exists()
+    results = [b for m in model.main_requests()[-1]["messages"] if isinstance(m.get("content"), list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert results[-1]["is_error"] is True and "refused" in json.dumps(results[-1]).lower()
+
+
+@SQLITE
+def test_ask_is_refused_until_approvals_exist(rig: AgentRig) -> None:
+    rig.configure(tool_policy="ask")
+    result = finished(rig.core.prompts.start(rig.chat, "hello"))
+    assert result.status == RunStatus.FAILED and "tool_policy: 'ask' is not available yet" in result.error
+
+
+@SQLITE
+def test_an_agent_that_dies_mid_turn_fails_the_turn_and_the_next_turn_recovers(
+        rig: AgentRig, model: AnthropicServer) -> None:
+    model.play(stall())
+    handle = rig.core.prompts.start(rig.chat, "Take your time.")
+    wait_for(model.stalling.is_set, WAIT, "the model call")
+    pid = rig.pool.pids()[rig.chat]
+    os.kill(pid, signal.SIGKILL)
+    result = finished(handle)
+    assert result.status == RunStatus.FAILED
+    assert result.error.startswith("the agent was killed by SIGKILL during the turn"), result.error
+    wait_for(lambda: not model.stalling.is_set(), 30, "the agent's leftover processes to be killed")
+    model.play(text("Back again."))
+    again = finished(rig.core.prompts.start(rig.chat, "Still there?"))
+    assert again.status == RunStatus.SUCCEEDED and again.output == "Back again.", again
+    assert rig.pool.pids()[rig.chat] != pid
+
+
+@SQLITE
+def test_a_hung_agent_is_cancelled_at_the_timeout_then_killed(quick_rig: AgentRig, model: AnthropicServer) -> None:
+    rig = quick_rig
+    pid = warm_up(rig, model)
+    rig.core.prompts.settings = dataclasses.replace(rig.core.prompts.settings, run_timeout_seconds=2)
+    model.play(stall())
+    handle = rig.core.prompts.start(rig.chat, "Take your time.")
+    wait_for(model.stalling.is_set, WAIT, "the model call")
+    os.kill(pid, signal.SIGSTOP)  # deaf to session/cancel
+    result = finished(handle)
+    assert result.status == RunStatus.FAILED and result.error == "timed out after 2 s", result
+    wait_for(lambda: not alive(pid), 10, "the hung agent to be killed")
+    assert rig.chat not in rig.pool.pids()
+
+
+@SQLITE
+def test_after_a_cancelled_turn_the_warm_session_answers_the_next_prompt_in_step(
+        quick_rig: AgentRig, model: AnthropicServer) -> None:
+    rig = quick_rig
+    pid = warm_up(rig, model)
+    rig.core.prompts.settings = dataclasses.replace(rig.core.prompts.settings, run_timeout_seconds=2)
+    model.play(stall())
+    cancelled = finished(rig.core.prompts.start(rig.chat, "Take your time."))
+    assert cancelled.status == RunStatus.FAILED and cancelled.error == "timed out after 2 s"
+    model.play(text("A fresh answer."), text("And another."))
+    rig.core.prompts.settings = dataclasses.replace(rig.core.prompts.settings, run_timeout_seconds=600)
+    after = finished(rig.core.prompts.start(rig.chat, "Say something."))
+    assert (after.status, after.output) == (RunStatus.SUCCEEDED, "A fresh answer."), after
+    later = finished(rig.core.prompts.start(rig.chat, "Once more."))
+    assert later.output == "And another."
+    assert rig.pool.pids()[rig.chat] == pid, "the warm agent survived the cancel"
+
+
+@SQLITE
+def test_a_session_that_cannot_be_loaded_starts_anew_with_the_chats_history(
+        rig: AgentRig, model: AnthropicServer) -> None:
+    model.play(text("The answer is **42**."))
+    first = finished(rig.core.prompts.start(rig.chat, "What is the answer?"))
+    assert first.status == RunStatus.SUCCEEDED
+    lost = str(uuid.uuid4())
+    with rig.core.db.write() as s:
+        chat = s.get(Chat, rig.chat)
+        chat.provider_session_id = lost
+        s.add(chat)
+    model.play(text("Still 42."))
+    second = finished(rig.core.prompts.start(rig.chat, "And now?"))
+    assert second.status == RunStatus.SUCCEEDED, second
+    notes = [e.text for e in rig.events(second.run_id) if e.type == "status"]
+    assert notes == [LOST_SESSION]
+    said = user_texts(model.main_requests()[-1])
+    assert len(said) == 1 and "What is the answer?" in said[0] and "The answer is **42**." in said[0]
+    assert said[0].endswith("And now?")
+    assert rig.chat_row().provider_session_id not in (None, lost, first.session_id)

@@ -32,14 +32,13 @@ from sqlmodel import select
 from app.api import create_api
 from app.core import auth, chats, grants, projects
 from app.core.clock import FakeClock, rfc3339
-from app.core.config import Settings
 from app.core.context import Core
 from app.core.grants import PREFIX, Scope, resolve_grant
 from app.core.models import Grant, User
 from app.core.workspace import ASSETS_DIR
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
-from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
+from tests.conftest import database_core
 from tests.integration.apiclient import add_user, client_for, table_contents
 from tests.store import issue_grant, revoke_grant
 
@@ -239,27 +238,10 @@ def build_world(core: Core, clock: FakeClock, client: TestClient) -> World:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world per database; every cell builds its own target task in a fresh chat."""
-    tmp = tmp_path_factory.mktemp(f"agent-matrix-{request.param}")
-    schema = base = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'test.db'}"
-    else:
-        base = pg_base_url()
-        if base is None:
-            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
-        url, schema = _pg_schema_url(base)
-    clock = FakeClock()
     # no project quota: the cells of one module add ~150 tasks to Alice's project
-    core = make_core(Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                              run_lease_seconds=5, max_tasks_per_project=0), clock)
-    try:
-        with client_for(core) as client:
-            yield build_world(core, clock, client)
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
+    with database_core(request, tmp_path_factory, "agent-matrix", FakeClock(), max_tasks_per_project=0) as core, \
+            client_for(core) as client:
+        yield build_world(core, core.clock, client)
 
 
 # -- snapshots ---------------------------------------------------------------------------------

@@ -13,12 +13,11 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.core import auth, chats, projects, runs
-from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import ApiToken, RunSource, RunStatus, User
 from app.core.providers.demo import reply_for
 from tests import store
-from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url, with_settings
+from tests.conftest import database_core, make_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, row_counts, table_contents
 
 MISSING = 987654  # an id no test creates
@@ -76,25 +75,8 @@ def world(core: Core) -> Iterator[World]:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world per database for the many tests that must change nothing (they check that they don't)."""
-    tmp = tmp_path_factory.mktemp(f"shared-{request.param}")
-    schema = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'test.db'}"
-    else:
-        base = pg_base_url()
-        if base is None:
-            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
-        url, schema = _pg_schema_url(base)
-    core = make_core(Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                              run_lease_seconds=5))
-    try:
-        with client_for(core) as client:
-            yield build_world(core, client)
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
+    with database_core(request, tmp_path_factory, "shared") as core, client_for(core) as client:
+        yield build_world(core, client)
 
 
 def error_of(response: Any) -> dict[str, str]:

@@ -19,11 +19,10 @@ from fastapi.testclient import TestClient
 
 from app.core import auth, chats, projects
 from app.core.clock import FakeClock
-from app.core.config import Settings
 from app.core.context import Core
 from app.core.grants import Scope
 from app.schedules.service import Actor, TaskService
-from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url
+from tests.conftest import database_core
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents
 from tests.store import issue_grant
 
@@ -106,24 +105,8 @@ def build_world(core: Core) -> Iterator[World]:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world per database for the many requests that must change nothing (each checks it)."""
-    tmp = tmp_path_factory.mktemp(f"bad-input-{request.param}")
-    schema = base = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'test.db'}"
-    else:
-        base = pg_base_url()
-        if base is None:
-            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
-        url, schema = _pg_schema_url(base)
-    core = make_core(Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                              run_lease_seconds=5, min_interval_seconds=60), FakeClock())
-    try:
+    with database_core(request, tmp_path_factory, "bad-input", FakeClock(), min_interval_seconds=60) as core:
         yield from build_world(core)
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
 
 
 @pytest.fixture

@@ -6,100 +6,17 @@ Independent commands run concurrently to keep the suite fast; dependent ones run
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 from sqlmodel import select
 
-import app
 from app.core import auth, projects
 from app.core.clock import SystemClock
 from app.core.db import Database
 from app.core.migrate import upgrade
 from app.core.models import Chat, Project
-
-ROOT = Path(app.__file__).resolve().parent.parent
-TIMEOUT = 60
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-    argv: tuple[str, ...]
-    code: int
-    out: str
-    err: str
-
-    def __str__(self) -> str:
-        return f"manage {' '.join(self.argv)} → {self.code}\nstdout: {self.out!r}\nstderr: {self.err!r}"
-
-
-@dataclasses.dataclass
-class Cli:
-    env: dict[str, str]
-    data_dir: Path
-    url: str  # where the CLI's database is, for checking what it did
-
-    def run(self, *argv: str) -> Result:
-        return self.run_all(argv)[0]
-
-    def run_all(self, *argvs: tuple[str, ...]) -> list[Result]:
-        return run_concurrently([(self.env, argv) for argv in argvs])
-
-
-def run_concurrently(jobs: list[tuple[dict[str, str], tuple[str, ...]]]) -> list[Result]:
-    """Start every ``python -m app.manage`` at once, then collect them in order."""
-    procs = [(argv, subprocess.Popen([sys.executable, "-m", "app.manage", *argv], cwd=ROOT, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-             for env, argv in jobs]
-    results = []
-    for argv, proc in procs:
-        out, err = proc.communicate(timeout=TIMEOUT)
-        results.append(Result(tuple(argv), proc.returncode, out, err))
-    return results
-
-
-def cli_env(data_dir: Path, **variables: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}
-    env.update(PYTHONPATH=str(ROOT), CHATCRON_DATA_DIR=str(data_dir), **variables)
-    return env
-
-
-@pytest.fixture
-def cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
-    """SQLite: only CHATCRON_DATA_DIR (the default store in it); PostgreSQL: CHATCRON_DATABASE_URL too."""
-    data_dir = tmp_path / "cli-data"
-    if db_url.startswith("sqlite"):
-        yield Cli(cli_env(data_dir), data_dir, f"sqlite:///{(data_dir / 'chatcron.db').resolve()}")
-    else:
-        yield Cli(cli_env(data_dir, CHATCRON_DATABASE_URL=db_url), data_dir, db_url)
-
-
-@pytest.fixture
-def store(cli: Cli) -> Iterator[Database]:
-    db = Database(cli.url)
-    yield db
-    db.dispose()
-
-
-def refused(result: Result, *words: str) -> None:
-    """Exit 1 with one plain sentence on stderr that mentions ``words``."""
-    assert result.code == 1, result
-    assert result.out == "", result
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.err, result
-    for word in words:
-        assert word in lines[0], result
-
-
-def ok(result: Result) -> str:
-    assert result.code == 0 and result.err == "", result
-    return result.out.strip()
+from tests.integration.managecli import Cli, cli_env, ok, refused, run_concurrently
 
 
 def schema_version(store: Database) -> tuple[set[str], str]:
@@ -156,7 +73,7 @@ def test_admin_workflow(cli: Cli, store: Database) -> None:
 
     plain = ok(token)
     assert plain.startswith(auth.TOKEN_PREFIX) and len(plain.splitlines()) == 1
-    assert auth.user_for_token(store, plain).id == alice.id
+    assert auth.user_for_token(store, SystemClock(), plain).id == alice.id
 
     assert ok(seeded) == "demo seeded; log in as demo@example.com / demo-password"
     with store.read() as s:

@@ -24,7 +24,7 @@ from app.core.context import Core
 from app.core.models import User
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.service import Actor, TaskService
-from tests.conftest import PG_ENV, _drop_schema, _pg_schema_url, make_core, pg_base_url, with_settings
+from tests.conftest import database_core, make_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, row_counts, table_contents
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # FakeClock's start
@@ -117,28 +117,11 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
     Its minimum interval is 120 s so that a once-a-minute cron expression is below the floor.
     """
-    tmp = tmp_path_factory.mktemp(f"schedules-{request.param}")
-    schema = base = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'test.db'}"
-    else:
-        base = pg_base_url()
-        if base is None:
-            pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
-        url, schema = _pg_schema_url(base)
-    clock = FakeClock()
-    core = make_core(Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                              run_lease_seconds=5, min_interval_seconds=120), clock)
-    try:
-        with client_for(core) as client:
-            w = build_world(core, clock, client)
-            w.created(name="Alice's task")
-            yield w
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
+    with database_core(request, tmp_path_factory, "schedules", FakeClock(), min_interval_seconds=120) as core, \
+            client_for(core) as client:
+        w = build_world(core, core.clock, client)
+        w.created(name="Alice's task")
+        yield w
 
 
 def error_of(response: Any) -> dict[str, str]:

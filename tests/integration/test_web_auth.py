@@ -205,7 +205,7 @@ def test_api_token_is_stored_only_as_its_sha256(core: Core, user: User) -> None:
     assert SHA256_HEX.match(row.token_hash)
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
     assert token not in _database_text(core)
-    assert auth.user_for_token(core.db, token).id == user.id
+    assert auth.user_for_token(core.db, core.clock, token).id == user.id
 
 
 def test_session_and_ticket_are_stored_only_as_their_sha256(core: Core, user: User, client: TestClient) -> None:

@@ -59,6 +59,8 @@ GOOD_VALUES = [
     ("CHATCRON_REQUEST_MAX_BYTES", "1024", "request_max_bytes", 1024),
     ("CHATCRON_RUN_LEASE_SECONDS", "2", "run_lease_seconds", 2),
     ("CHATCRON_DEMO_WORD_DELAY_SECONDS", "0.5", "demo_word_delay_seconds", 0.5),
+    ("CHATCRON_ALLOWED_ORIGINS", " https://Chat.Example.com:443/ , http://10.0.0.5:3000,https://chat.example.com",
+     "allowed_origins", ("https://chat.example.com", "http://10.0.0.5:3000")),
 ]
 
 
@@ -91,6 +93,12 @@ BAD_VALUES = [
     ("CHATCRON_SESSION_TTL_SECONDS", "59"),
     ("CHATCRON_DEMO_WORD_DELAY_SECONDS", "fast"),
     ("CHATCRON_DEMO_WORD_DELAY_SECONDS", "-0.1"),
+    ("CHATCRON_ALLOWED_ORIGINS", "*"),
+    ("CHATCRON_ALLOWED_ORIGINS", "chat.example.com"),
+    ("CHATCRON_ALLOWED_ORIGINS", "https://chat.example.com/app"),
+    ("CHATCRON_ALLOWED_ORIGINS", "ftp://chat.example.com"),
+    ("CHATCRON_ALLOWED_ORIGINS", "https://chat.example.com:99999"),
+    ("CHATCRON_ALLOWED_ORIGINS", "https://chat.example.com,null"),
 ]
 
 

@@ -96,7 +96,7 @@ class AcpProvider:
         read_only = [p for p in (self.config.install_dir, token_file.parent if token_file else None) if p]
         argv = self.config.argv
 
-        def launch():  # noqa: ANN202 - a Launch
+        def launch():  # a Launch
             return _launch(self.settings, argv, workspace=cwd, home=home, env=env, read_only=read_only)
 
         key = (argv, tuple(sorted(env.items())), str(home), str(cwd))

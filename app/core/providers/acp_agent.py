@@ -114,7 +114,7 @@ class WarmAgent:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
-    async def call(self, request, timeout: float | None = None):  # noqa: ANN001, ANN201 - any ACP call
+    async def call(self, request, timeout: float | None = None):  # any ACP call
         """Await one request; the agent exiting or breaking the connection is AgentExited with the
         tail of its stderr."""
         try:
@@ -161,9 +161,11 @@ class WarmAgent:
 
     # -- ending ----------------------------------------------------------------------------------
     def signal_group(self, sig: signal.Signals) -> None:
-        if self.proc.returncode is None:  # reaped: the group id may be someone else's now
-            with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, sig)
+        """Signal the agent's process group, also after the agent itself has exited: what it
+        started (the agent CLI, its tools) may still run, and Linux gives no new process a pid
+        that is still the id of a live process group, so the id still names the leftovers."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, sig)
 
     async def kill(self) -> None:
         """End the process group at once (a hung or dead agent)."""
@@ -174,10 +176,9 @@ class WarmAgent:
         """End the agent: SIGTERM to its group (the adapter and the agent CLI it runs), SIGKILL
         after ``grace`` seconds. Its sessions are on disk already; a later process loads them."""
         self.signal_group(signal.SIGTERM)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), grace)
-        except TimeoutError:
-            self.signal_group(signal.SIGKILL)
+        self.signal_group(signal.SIGKILL)  # the agent, or what it left behind
         await self._reap()
 
     async def _reap(self) -> None:

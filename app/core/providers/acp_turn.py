@@ -88,7 +88,7 @@ def seeded_prompt(history: tuple[tuple[str, str], ...], prompt: str, budget: int
             + "\n\n[End of the earlier conversation]\n\n" + prompt)
 
 
-async def _race(work: Coroutine[Any, Any, Any], cancel: asyncio.Event) -> Any:  # noqa: ANN401
+async def _race(work: Coroutine[Any, Any, Any], cancel: asyncio.Event) -> Any:
     """``work``'s result, or Cancelled (with ``work`` cancelled) once ``cancel`` is set."""
     task = asyncio.ensure_future(work)
     waiter = asyncio.ensure_future(cancel.wait())
@@ -151,7 +151,7 @@ async def _choose_model(agent: WarmAgent, session_id: str, model: str) -> None:
     agent.models[session_id] = model
 
 
-async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace: float, text: str) -> Any:  # noqa: ANN401
+async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace: float, text: str) -> Any:
     """The prompt's response; on cancel: session/cancel, the grace, then the agent killed."""
     sink = control.sink
     task = asyncio.ensure_future(agent.call(agent.conn.prompt(session_id=sink.session_id,
@@ -179,7 +179,7 @@ async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace:
     raise Cancelled()
 
 
-def _usage(response: Any, sink: TurnSink, baseline: float | None) -> Usage | None:  # noqa: ANN401
+def _usage(response: Any, sink: TurnSink, baseline: float | None) -> Usage | None:
     reported = getattr(response, "usage", None)
     cost = None
     if sink.cost is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.state.nav import ChatLink, NavState, ProjectNode
+from app.ui.state.session import AuthState
 
 
 def _chat_link(chat: ChatLink) -> rx.Component:
@@ -40,11 +41,11 @@ def _project(project: ProjectNode) -> rx.Component:
 def sidebar() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("alarm-clock", size=20), rx.heading("chatcron", size="4"), align="center"),
-        rx.text(NavState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
+        rx.text(AuthState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
         rx.divider(),
         rx.foreach(NavState.tree, _project),
         rx.spacer(),
-        rx.button("Log out", variant="soft", size="1", on_click=NavState.logout,
+        rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),
         width="260px", min_width="260px", height="100vh", padding="1em",
         border_right="1px solid var(--gray-5)", background="var(--gray-2)", overflow_y="auto",

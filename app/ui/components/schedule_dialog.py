@@ -6,6 +6,7 @@ import zoneinfo
 
 import reflex as rx
 
+from app.core.config import load_settings
 from app.ui.state.schedule_form import ScheduleFormState as F
 
 ZONE_LIST_ID = "cc-timezones"
@@ -162,6 +163,7 @@ def schedule_dialog() -> rx.Component:
                 _field("Prompt", rx.text_area(
                     value=F.prompt, on_change=lambda value: F.set_field("prompt", value), id="schedule-prompt",
                     rows="4", width="100%", placeholder="What should the agent do each time?",
+                    max_length=load_settings().prompt_max_bytes,
                     color_scheme=rx.cond(_invalid("prompt"), "red", "gray"),
                     custom_attrs={"data-testid": "schedule-form-prompt"}), "schedule-prompt"),
                 _when(),

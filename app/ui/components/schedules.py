@@ -10,14 +10,6 @@ from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 
 DRAWER_WIDTH = "min(520px, 100vw)"
-RUN_STYLE = {
-    "display": "flex", "flex_direction": "column", "gap": "2px", "width": "100%", "text_align": "left",
-    "padding": "6px 8px", "border_radius": "var(--radius-2)", "background": "transparent", "border": "none",
-    "cursor": "pointer", "color": "inherit", "font": "inherit",
-    "&:hover:not(:disabled)": {"background": "var(--gray-a3)"},
-    "&:focus-visible": {"outline": "2px solid var(--focus-8)"},
-    "&:disabled": {"cursor": "default"},
-}
 
 
 def _tid(name: str, **extra: object) -> dict:
@@ -146,11 +138,13 @@ def _run(run: RunRow) -> rx.Component:
         rx.text("planned ", run.nominal, " · started ", run.actual, " (", run.late, ")", size="1",
                 color_scheme="gray", text_align="left"),
         rx.cond(run.error != "", rx.text(run.error, size="1", color_scheme="red", text_align="left")),
+        rx.cond(run.usage != "", rx.text(run.usage, size="1", color_scheme="gray", text_align="left",
+                                         custom_attrs={"data-testid": "run-usage"})),
         on_click=ScheduleState.show_run(run.run_id),
         disabled=run.run_id == "",
         aria_label="Show this fire in the transcript",
         custom_attrs={"data-testid": "schedule-run", "data-run-id": run.run_id, "data-status": run.status},
-        style=RUN_STYLE,
+        class_name="cc-run",
     )
 
 

@@ -8,7 +8,9 @@ from app.ui.components.layout import frame
 from app.ui.components.schedules import schedules_drawer
 from app.ui.components.transcript import composer, transcript
 from app.ui.state.chat import ChatState
+from app.ui.state.nav import NavState
 from app.ui.state.schedules import ScheduleState
+from app.ui.state.session import AuthState
 
 
 def _header() -> rx.Component:
@@ -44,4 +46,4 @@ def chat_page() -> rx.Component:
     )
 
 
-ON_LOAD = [ChatState.require_login, ChatState.load_nav, ChatState.open_chat, ScheduleState.enter_chat]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, ChatState.open_chat, ScheduleState.enter_chat]

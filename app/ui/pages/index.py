@@ -6,6 +6,7 @@ import reflex as rx
 
 from app.ui.components.layout import frame
 from app.ui.state.nav import NavState
+from app.ui.state.session import AuthState
 
 
 def index_page() -> rx.Component:
@@ -22,4 +23,4 @@ def index_page() -> rx.Component:
     )
 
 
-ON_LOAD = [NavState.require_login, NavState.load_nav, NavState.open_first_chat]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, NavState.open_first_chat]

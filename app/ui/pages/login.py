@@ -2,42 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import reflex as rx
 
-from app.core import auth
-from app.core.context import get_core
-from app.core.errors import InvalidCredentials
-
-WRONG = "Wrong email or password."
-EXPIRED = "That login link expired; log in again."
-
-
-class LoginState(rx.State):
-    error: str = ""
-
-    @rx.event
-    def read_error(self):
-        self.error = EXPIRED if self.router.url.query_parameters.get("error") else ""
-
-    @rx.event
-    async def submit(self, form: dict):
-        core = get_core()
-        try:
-            user = await asyncio.to_thread(
-                auth.authenticate, core.db, str(form.get("email", "")), str(form.get("password", "")),
-                address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
-        except auth.TooManyAttempts as exc:
-            self.error = exc.message
-            return None
-        except InvalidCredentials:
-            self.error = WRONG
-            return None
-        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id)
-        self.error = ""
-        # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
-        return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")
+from app.ui.state.login import LoginState
 
 
 def login_page() -> rx.Component:

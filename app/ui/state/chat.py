@@ -10,10 +10,12 @@ from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
-from app.core.text import storable
+from app.core.text import clean_prompt
+from app.ui import checks
 from app.ui.feed import feed_for
-from app.ui.state.nav import NavState
+from app.ui.state.session import AuthState, connected, may_read
 from app.ui.transcript import merge_events, open_runs
+from app.ui.usage import for_events as run_usage
 
 POLL_SECONDS = 0.25
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
@@ -33,7 +35,14 @@ def _alive(chat_id: int) -> bool:
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
-class ChatState(NavState):
+def _composer_message(exc: ChatcronError) -> str:
+    """"The message must not be empty." for the composer's own field, the error's message otherwise."""
+    if isinstance(exc, InvalidInput) and exc.field == "text":
+        return f"The message {exc.message.removeprefix('text: ')}."
+    return exc.message
+
+
+class ChatState(AuthState):
     chat_id: int = 0
     title: str = ""
     project_chat: bool = False
@@ -46,79 +55,94 @@ class ChatState(NavState):
     _generation: int = 0
     _open_runs: list[int] = []
 
+    def _forget(self) -> None:
+        generation = self._generation
+        self.reset()
+        self._generation = generation + 1  # a loop still running for the old data stops at its next step
+
     @rx.event
     async def open_chat(self):
         core = get_core()
-        user = self._user()
-        raw = self.router.page.params.get("cid", "")
-        self.missing = False
+        user = await self._user()
+        self._forget()
         try:
-            chat = await asyncio.to_thread(chats.get_chat, core.db, user, int(raw))
-        except (ValueError, NotFound):
-            self.missing, self.chat_id, self.messages = True, 0, []
+            chat_id = checks.id_text(self.router.page.params.get("cid", ""), "chat")
+            chat = await asyncio.to_thread(chats.get_chat, core.db, user, chat_id)
+        except (InvalidInput, NotFound):
+            self.missing = True
             return None
         self.chat_id, self.title = chat.id, chat.title
         self.project_chat = chat.project_id is not None
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
-        self.messages, self._cursor, self.composer_error, self.busy = [], 0, "", False
-        self._open_runs = []
-        self._generation += 1
         return ChatState.tail
 
     @rx.event(background=True)
     async def tail(self):
-        """Follow the chat's event log until the page closes or another chat opens.
+        """Follow the chat's event log until the page closes, another chat opens or access ends.
 
         The tab reads the log itself until it has caught up, then waits on the chat's shared feed
-        (one poller per chat per worker, see app/ui/feed.py). "Working" comes from the run_started /
-        run_finished events already read; only now and then (while working and quiet) is the run's
-        heartbeat checked, for a process that died.
+        (one poller per chat per worker, see app/ui/feed.py). Before anything read reaches the
+        page, the session and the chat's access are checked again, and the loop stops once the
+        tab's socket is gone (a tail started by a crafted event is not cancelled by Reflex).
+        "Working" comes from the run_started / run_finished events already read; only now and
+        then (while working and quiet) is the run's heartbeat checked, for a process that died.
         """
         async with self:
+            self._generation += 1  # at most one loop per tab: a newer tail ends the older one
             generation, chat_id = self._generation, self.chat_id
+            token, client = self._session_token(), self.router.session.client_token
         quiet, feed = 0, None
-        while True:
+        while chat_id:
             async with self:
                 if self._generation != generation:
-                    return
+                    return None
                 cursor = self._cursor
             events = await feed.after(cursor, POLL_SECONDS) if feed is not None else None
             if events is None:
                 events = await asyncio.to_thread(_events, chat_id, cursor)
                 if not events:
                     feed = feed_for(chat_id, cursor, _fetch)
+            if not await connected(client):
+                return None
+            if not await asyncio.to_thread(may_read, token, chat_id):
+                async with self:
+                    if self._generation != generation:
+                        return None
+                    await self._forget_tab()
+                return rx.redirect("/login")
             quiet = 0 if events else quiet + 1
+            usage = await run_usage(get_core().db, events or ())
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
                 if self._generation != generation:
-                    return
-                if events:
-                    self.messages = merge_events(self.messages, events)
-                    self._cursor = events[-1].id
-                    self._open_runs = open_runs(self._open_runs, events)
-                    self.busy = bool(self._open_runs)
-                elif stale and self.busy:
-                    self._open_runs, self.busy = [], False
+                    return None
+                self._show(events, stale, usage)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
+        return None
+
+    def _show(self, events: list, stale: bool, usage: dict) -> None:
+        if events:
+            self.messages = merge_events(self.messages, events, usage)
+            self._cursor = events[-1].id
+            self._open_runs = open_runs(self._open_runs, events)
+            self.busy = bool(self._open_runs)
+        elif stale and self.busy:
+            self._open_runs, self.busy = [], False
 
     @rx.event
     async def send(self, form: dict):
-        text = str(form.get("text", "")).strip()
-        if not text:
-            self.composer_error = "Type a message first."
-            return None
         core = get_core()
+        text = form.get("text", "")
         try:
-            user = self._user()
+            text = clean_prompt(text, "text", core.settings.prompt_max_bytes)
+            user = await self._user()
             await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
-            storable(text, "text")
-            if len(text.encode()) > core.settings.prompt_max_bytes:
-                raise InvalidInput("text", f"the message is longer than {core.settings.prompt_max_bytes} bytes")
             await asyncio.to_thread(core.prompts.start, self.chat_id, text)
         except ChatcronError as exc:
-            self.composer_error = exc.message
-            return rx.set_value("composer-input", text)  # the form cleared on submit: give the text back
+            self.composer_error = _composer_message(exc)
+            # The form cleared on submit: give the text back.
+            return rx.set_value("composer-input", text) if isinstance(text, str) and text.strip() else None
         self.composer_error = ""
         self.busy = True
         return None
@@ -126,11 +150,12 @@ class ChatState(NavState):
     @rx.event
     async def toggle_schedules_skill(self, enabled: bool):
         core = get_core()
-        chat = await asyncio.to_thread(chats.get_chat, core.db, self._user(), self.chat_id)
+        user = await self._user()
+        chat = await asyncio.to_thread(chats.get_chat, core.db, user, self.chat_id)
         skills = set(chat_skills(chat))
         skills = skills | {SCHEDULED_TASKS} if enabled else skills - {SCHEDULED_TASKS}
         try:
-            await asyncio.to_thread(chats.update_chat, core.db, core.clock, self._user(), self.chat_id,
+            await asyncio.to_thread(chats.update_chat, core.db, core.clock, user, self.chat_id,
                                     None, sorted(skills))
         except ChatcronError as exc:
             self.composer_error = exc.message

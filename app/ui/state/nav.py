@@ -9,7 +9,8 @@ import reflex as rx
 
 from app.core import chats, projects
 from app.core.context import get_core
-from app.ui.state.session import SessionState
+from app.core.models import User
+from app.ui.state.session import AuthState
 
 
 @dataclasses.dataclass
@@ -25,7 +26,7 @@ class ProjectNode:
     chats: list[ChatLink]
 
 
-def load_tree(user) -> list[ProjectNode]:  # a User
+def load_tree(user: User) -> list[ProjectNode]:
     core = get_core()
     return [
         ProjectNode(project.id, project.name,
@@ -34,12 +35,12 @@ def load_tree(user) -> list[ProjectNode]:  # a User
     ]
 
 
-class NavState(SessionState):
+class NavState(AuthState):
     tree: list[ProjectNode] = []
 
     @rx.event
     async def load_nav(self):
-        self.tree = await asyncio.to_thread(load_tree, self._user())
+        self.tree = await asyncio.to_thread(load_tree, await self._user())
 
     @rx.event
     async def open_first_chat(self):
@@ -52,7 +53,7 @@ class NavState(SessionState):
     @rx.event
     async def new_chat(self, project_id: int):
         core = get_core()
-        user = self._user()
-        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, int(project_id), "New chat")
+        user = await self._user()
+        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, project_id, "New chat")
         self.tree = await asyncio.to_thread(load_tree, user)
         return rx.redirect(f"/chat/{chat.id}")

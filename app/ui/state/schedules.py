@@ -8,13 +8,16 @@ import logging
 
 import reflex as rx
 
-from app.core.errors import ChatcronError
-from app.ui import tasks
+from app.core.errors import ChatcronError, NotFound
+from app.core.text import MAX_NAME
+from app.ui import checks, tasks
 from app.ui.schedule_views import Marker, TaskRow, Tick
 from app.ui.state.chat import ChatState
+from app.ui.state.session import AuthState, connected, session_user
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
+GO, STOP, SIGNED_OUT = "go", "stop", "signed out"  # what one round of the watcher decided
 BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 
 
@@ -27,7 +30,9 @@ def scroll_to_run_js(run_id: str) -> str:
             " {duration: 1800, easing: 'ease-out'}); return true; })()")
 
 
-class ScheduleState(ChatState):
+class ScheduleState(AuthState):
+    chat_id: int = 0  # the open chat's, copied from ChatState when the page loads
+    project_chat: bool = False
     drawer_open: bool = False
     rows: list[TaskRow] = []
     markers: list[Marker] = []
@@ -43,68 +48,87 @@ class ScheduleState(ChatState):
     _expanded: list[int] = []
     _watch: int = 0
 
+    def _forget(self) -> None:
+        generation = self._watch
+        self.reset()
+        self._watch = generation + 1  # the watcher of the old data stops at its next round
+
     @rx.event
     async def enter_chat(self):
-        """Page load: the drawer starts closed; this page's watcher starts (Reflex cancels it with
-        the page: on disconnect or navigation) and a new generation ends the previous one."""
-        self.drawer_open, self.loaded, self.notice, self.rows, self.markers = False, False, "", [], []
-        self._watch += 1
-        self._expanded = []
+        """Page load: the drawer starts closed and this page's watcher starts (Reflex cancels it
+        with the page: on disconnect or navigation; the watcher's own checks end it otherwise)."""
+        chat = await self.get_state(ChatState)
+        zone = self.browser_zone
+        self._forget()
+        self.chat_id, self.project_chat, self.browser_zone = chat.chat_id, chat.project_chat, zone
         if not self.project_chat:
-            self.task_count = 0
             return None
-        user = await asyncio.to_thread(self._user)
+        user = await self._user()
         self.task_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
         return [rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone), ScheduleState.watch]
 
     @rx.event
     def set_browser_zone(self, zone: str):
-        if isinstance(zone, str) and zone:
-            self.browser_zone = zone
+        self.browser_zone = checks.zone(zone, "zone")
 
     @rx.event
     async def set_drawer_open(self, is_open: bool):
         """Opening shows the rows at once; from then on the watcher keeps them live."""
-        self.drawer_open = bool(is_open)
+        self.drawer_open = is_open
         if is_open:
             self.notice = ""
             await self.refresh_quietly()
 
     @rx.event(background=True)
     async def watch(self):
-        """Poll the chat's tasks every second while the drawer is open, until the generation
-        changes (another chat opened) or the page goes away."""
+        """Poll the chat's tasks every second while the drawer is open, until another chat opens,
+        a newer watcher starts, the socket goes away or the session or the chat's access ends."""
         async with self:
-            generation, chat_id, token = self._watch, self.chat_id, self._session_token()
+            self._watch += 1  # at most one watcher per tab
+            generation, chat_id = self._watch, self.chat_id
+            token, client = self._session_token(), self.router.session.client_token
         try:
-            while await self._poll_once(generation, chat_id, token):
+            while chat_id and await connected(client):
+                verdict = await self._poll_once(generation, chat_id, token)
+                if verdict == SIGNED_OUT:
+                    return rx.redirect("/login")
+                if verdict == STOP:
+                    return None
                 await asyncio.sleep(POLL_SECONDS)
         finally:
             log.debug("action=schedules_watch_stopped chat_id=%s", chat_id)
+        return None
 
-    async def _poll_once(self, generation: int, chat_id: int, token: str) -> bool:
-        """One round of the watcher; False when it should stop."""
+    async def _poll_once(self, generation: int, chat_id: int, token: str) -> str:
+        """One round of the watcher: GO on, STOP, or SIGNED_OUT (the tab's data is cleared)."""
         async with self:
-            if self._watch != generation or self.chat_id != chat_id:
-                return False
+            if self._watch != generation:
+                return STOP
             if not self.drawer_open:
-                return True
+                return GO
             zone, expanded = self.browser_zone, list(self._expanded)
         try:
-            user = await asyncio.to_thread(tasks.session_user, token)
-            snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded)
-        except ChatcronError as exc:  # the session ended or the chat went away: nothing more to show
+            user = await asyncio.to_thread(session_user, token)
+            snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded) if user else None
+        except NotFound:
+            snap = None
+        except ChatcronError as exc:  # refused for another reason: say so and stop
             async with self:
                 self.notice = exc.message
-            return False
+            return STOP
         except Exception:  # a transient store error must not end live updates; try again shortly
             log.exception("action=schedules_poll_failed chat_id=%s", chat_id)
             await asyncio.sleep(POLL_SECONDS * 4)
-            return True
+            return GO
         async with self:
-            if self._watch == generation and self.drawer_open:
+            if self._watch != generation:
+                return STOP
+            if snap is None:  # the session ended or the chat is no longer this user's to see
+                await self._forget_tab()
+                return SIGNED_OUT
+            if self.drawer_open:
                 self._show(snap)
-        return True
+        return GO
 
     def _show(self, snap: tasks.Snapshot) -> None:
         line = snap.timeline
@@ -113,7 +137,7 @@ class ScheduleState(ChatState):
         self.task_count, self.loaded = len(snap.rows), True
 
     async def _reload(self) -> None:
-        user = await asyncio.to_thread(self._user)
+        user = await self._user()
         self._show(await asyncio.to_thread(tasks.snapshot, user, self.chat_id, self.browser_zone,
                                            list(self._expanded)))
 
@@ -130,8 +154,8 @@ class ScheduleState(ChatState):
     async def act(self, action: str, task_id: int):
         """One control of a row; a refusal's message goes to the drawer's callout."""
         try:
-            user = await asyncio.to_thread(self._user)
-            await asyncio.to_thread(tasks.act, user, action, int(task_id))
+            user = await self._user()
+            await asyncio.to_thread(tasks.act, user, checks.choice(action, "action", tasks.ACTIONS), task_id)
             self.notice = ""
         except ChatcronError as exc:
             self.notice = exc.message
@@ -144,12 +168,8 @@ class ScheduleState(ChatState):
             pass  # the notice already says what went wrong
 
     @rx.event
-    def dismiss_notice(self):
-        self.notice = ""
-
-    @rx.event
     def ask_delete(self, task_id: int, name: str):
-        self.confirm_id, self.confirm_name = int(task_id), name
+        self.confirm_id, self.confirm_name = task_id, checks.text(name, "name", MAX_NAME)
 
     @rx.event
     def set_confirm_open(self, is_open: bool):
@@ -165,7 +185,8 @@ class ScheduleState(ChatState):
 
     @rx.event
     async def toggle_history(self, task_id: int):
-        task_id = int(task_id)
+        if task_id not in {row.id for row in self.rows}:  # only rows on show: the list stays small
+            raise NotFound("that schedule is not in this chat's list")
         expanded = set(self._expanded)
         self._expanded = sorted(expanded ^ {task_id})
         await self.refresh_quietly()
@@ -174,5 +195,5 @@ class ScheduleState(ChatState):
     def show_run(self, run_id: str):
         """Scroll the transcript to the turn a fire started."""
         if run_id:
-            return rx.call_script(scroll_to_run_js(str(run_id)))
+            return rx.call_script(scroll_to_run_js(str(checks.id_text(run_id, "run_id"))))
         return None

@@ -1,16 +1,39 @@
-"""Who is logged in: the HttpOnly session cookie, checked server-side on every page load."""
+"""Who is logged in: the HttpOnly session cookie, checked server-side against the database.
+
+``AuthState`` is the one small base of every page state. Its children (nav, chat, schedules,
+schedule form, login) are siblings that reach each other with ``await self.get_state(Other)``,
+so an event of one of them loads only it and this base, never the others' data.
+
+``app/ui/guard.py`` checks the session of every event that is not :func:`public` before its
+handler runs and leaves the user in :data:`CURRENT_USER` for ``_user()``; a background loop
+re-checks on every read with :func:`may_read`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from contextvars import ContextVar
 from http.cookies import SimpleCookie
+from typing import TypeVar
 
 import reflex as rx
+from reflex_base.registry import RegistrationContext
 
-from app.core import auth
+from app.core import auth, chats
 from app.core.context import get_core
-from app.core.errors import Unauthorized
+from app.core.errors import NotFound, Unauthorized
 from app.core.models import User
+
+CURRENT_USER: ContextVar[User | None] = ContextVar("chatcron_ui_user", default=None)
+F = TypeVar("F", bound=Callable)
+PUBLIC_MARK = "_chatcron_public"
+
+
+def public(fn: F) -> F:
+    """Mark a handler a visitor without a session may call (the login form, the door itself)."""
+    setattr(fn, PUBLIC_MARK, True)
+    return fn
 
 
 def _cookie_value(header: str, name: str) -> str:
@@ -23,41 +46,84 @@ def _cookie_value(header: str, name: str) -> str:
     return morsel.value if morsel else ""
 
 
-class SessionState(rx.State):
+def session_token(cookie_header: str) -> str:
+    return _cookie_value(cookie_header, auth.SESSION_COOKIE)
+
+
+def session_user(token: str) -> User | None:
+    """Blocking: the user of a live session cookie, or None (call through ``asyncio.to_thread``)."""
+    core = get_core()
+    return auth.user_for_session(core.db, core.clock, token)
+
+
+def may_read(token: str, chat_id: int) -> bool:
+    """Blocking: whether the session is live and its user may still see the chat."""
+    user = session_user(token)
+    if user is None:
+        return False
+    try:
+        chats.get_chat(get_core().db, user, chat_id)
+    except NotFound:
+        return False
+    return True
+
+
+async def connected(client_token: str) -> bool:
+    """Whether the tab's socket is still open; a background loop stops once it is not."""
+    namespace = RegistrationContext.get().app.event_namespace
+    if namespace is None:
+        return False
+    # Reflex's own shared-state code asks its token manager the same way (reflex/istate/shared.py).
+    return await namespace._token_manager.is_token_connected(client_token)
+
+
+class AuthState(rx.State):
     """The logged-in user; pages that need one call ``require_login`` on load."""
 
     user_email: str = ""
-    _user_id: int = 0
 
     def _session_token(self) -> str:
         """The session cookie of this tab's connection ("" when there is none)."""
-        return _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
+        return session_token(self.router.headers.cookie)
 
-    def _session_user(self) -> User | None:
-        core = get_core()
-        return auth.user_for_session(core.db, core.clock, self._session_token())
-
-    def _user(self) -> User:
-        """The user for this request; raises Unauthorized when the session ended."""
-        user = self._session_user()
+    async def _user(self) -> User:
+        """The user for this event (checked by the guard); raises Unauthorized when the session ended."""
+        user = CURRENT_USER.get() or await asyncio.to_thread(session_user, self._session_token())
         if user is None:
             raise Unauthorized("your session has ended; log in again")
         return user
 
+    def _forget(self) -> None:
+        """Drop what this page state holds of its user (overridden by states with loop counters)."""
+        self.reset()
+
+    async def _forget_tab(self) -> None:
+        """Clear every page state of the tab, so nothing of the user stays in its state."""
+        self.user_email = ""
+        for state_cls in AuthState.get_substates():
+            (await self.get_state(state_cls))._forget()
+
     @rx.event
+    @public
     async def require_login(self):
-        user = await asyncio.to_thread(self._session_user)
+        user = await asyncio.to_thread(session_user, self._session_token())
         if user is None:
-            self.user_email = ""
+            await self._forget_tab()
             return rx.redirect("/login")
         self.user_email = user.email
-        self._user_id = user.id
         return None
 
     @rx.event
+    @public
+    async def sign_out(self):
+        """The session ended (here or elsewhere): forget the tab's data and go to the login page."""
+        await self._forget_tab()
+        return rx.redirect("/login")
+
+    @rx.event
+    @public
     async def logout(self):
         """End the session row now; the HTTP round trip then clears the HttpOnly cookie."""
-        token = _cookie_value(self.router.headers.cookie, auth.SESSION_COOKIE)
-        await asyncio.to_thread(auth.end_session, get_core().db, token)
-        self.user_email, self._user_id = "", 0
+        await asyncio.to_thread(auth.end_session, get_core().db, self._session_token())
+        await self._forget_tab()
         return rx.call_script("window.location.assign('/auth/logout')")

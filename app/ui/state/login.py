@@ -1,0 +1,48 @@
+"""The login form: the only state a visitor without a session may change."""
+
+from __future__ import annotations
+
+import asyncio
+
+import reflex as rx
+
+from app.core import auth
+from app.core.context import get_core
+from app.core.errors import InvalidCredentials
+from app.ui import checks
+from app.ui.state.session import AuthState, public
+
+WRONG = "Wrong email or password."
+EXPIRED = "That login link expired; log in again."
+MAX_EMAIL = 320  # RFC 5321's longest address
+MAX_PASSWORD = 1024
+
+
+class LoginState(AuthState):
+    error: str = ""
+
+    @rx.event
+    @public
+    def read_error(self):
+        self.error = EXPIRED if self.router.url.query_parameters.get("error") else ""
+
+    @rx.event
+    @public
+    async def submit(self, form: dict):
+        core = get_core()
+        email = checks.text(form.get("email", ""), "email", MAX_EMAIL)
+        password = checks.text(form.get("password", ""), "password", MAX_PASSWORD)
+        try:
+            user = await asyncio.to_thread(
+                auth.authenticate, core.db, email, password,
+                address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
+        except auth.TooManyAttempts as exc:
+            self.error = exc.message
+            return None
+        except InvalidCredentials:
+            self.error = WRONG
+            return None
+        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id)
+        self.error = ""
+        # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
+        return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")

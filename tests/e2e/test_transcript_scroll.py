@@ -1,0 +1,209 @@
+"""The transcript stays pinned to its newest entry (SPEC §16), measured in Chromium at 1280 × 800
+and 390 × 844: on load, on send, while a slow demo turn streams, and after reopening a chat; a
+reader who scrolled up is left in place and offered `jump-to-latest`, which pins again.
+
+Positions are read from the transcript element (scrollTop + clientHeight against scrollHeight),
+never assumed from what Playwright can see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import login
+
+pytestmark = pytest.mark.e2e
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+REPLY = "[data-testid=event][data-type=assistant_text]"
+PINNED_PX = 4  # how far from the very bottom still reads as "at the newest entry" in a measurement
+LINES = "\n".join("abcdefgh")  # a tall message of few words (the demo replies word by word)
+SLEPT = "Working for 1 seconds… "  # the demo's first chunk for `/sleep 1`, a second before the rest
+MEASURE_JS = """() => {
+  const el = document.querySelector('[data-testid="transcript"]');
+  return {top: el.scrollTop, view: el.clientHeight, height: el.scrollHeight,
+          gap: el.scrollHeight - el.scrollTop - el.clientHeight};
+}"""
+
+
+def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def _finish(server, token: str, run_id: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _api(server, token, "GET", f"/api/runs/{run_id}")["status"] in ("running", "queued"):
+        assert time.monotonic() < deadline, f"run {run_id} still running after {timeout} s"
+        time.sleep(0.1)
+
+
+def _prompt(server, token: str, chat_id: int, text: str) -> int:
+    try:
+        return _api(server, token, "POST", f"/api/chats/{chat_id}/prompts", {"text": text})["run_id"]
+    except urllib.error.HTTPError as exc:
+        raise AssertionError(f"prompt refused: {exc.read()!r}") from None
+
+
+@pytest.fixture(scope="module")
+def token(server) -> str:
+    return server.manage("create-token", "--email", "demo@example.com")
+
+
+class History:
+    """A chat several screens tall, shared by this module's tests; ``replies`` counts its turns."""
+
+    def __init__(self, chat_id: int, replies: int) -> None:
+        self.id = chat_id
+        self.replies = replies
+
+
+@pytest.fixture(scope="module")
+def long_chat(server, token: str) -> History:
+    project = _api(server, token, "GET", "/api/projects")["projects"][0]["id"]
+    chat = _api(server, token, "POST", f"/api/projects/{project}/chats", {"title": "Long history"})["id"]
+    for turn in range(12):
+        _finish(server, token, _prompt(server, token, chat, f"t{turn}\n{LINES}"))
+    return History(chat, 12)
+
+
+@pytest.fixture(params=sorted(SIZES))
+def sized(request: pytest.FixtureRequest, browser: Browser, server) -> Iterator[Page]:
+    context = browser.new_context(base_url=server.url, viewport=SIZES[request.param])
+    page = context.new_page()
+    page.size_name = request.param  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _measure(page: Page) -> dict:
+    return page.evaluate(MEASURE_JS)
+
+
+def _open(page: Page, chat: History) -> None:
+    page.goto(f"/chat/{chat.id}")
+    expect(page.get_by_test_id("chat-title")).to_have_text("Long history")
+    expect(page.locator(REPLY)).to_have_count(chat.replies, timeout=15_000)
+
+
+def _expect_pinned(page: Page) -> dict:
+    """Wait (bounded) for the layout to settle at the bottom; fail with the last measurement."""
+    deadline = time.monotonic() + 5
+    while True:
+        m = _measure(page)
+        if m["gap"] <= PINNED_PX or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(50)
+    assert m["gap"] <= PINNED_PX, f"transcript not at its newest entry: {m}"
+    return m
+
+
+def _shot(page: Page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}-{page.size_name}.png"  # type: ignore[attr-defined]
+    page.screenshot(path=str(path))
+    return path
+
+
+def _stream(page: Page, reply_index: int, until: str, on_sample) -> list[int]:
+    """Sample while reply number ``reply_index`` grows to ``until``; returns the lengths seen."""
+    reply = page.locator(REPLY).nth(reply_index)
+    seen: list[int] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = reply.text_content() if reply.count() else ""
+        if text:
+            seen.append(len(text))
+            on_sample(_measure(page))
+        if text == until:
+            return seen
+        page.wait_for_timeout(40)
+    raise AssertionError(f"reply never reached {until!r}; lengths seen {seen}")
+
+
+def test_a_long_chat_opens_at_its_newest_entry(sized: Page, long_chat: History, tmp_path: Path) -> None:
+    login(sized)
+    _open(sized, long_chat)
+    m = _expect_pinned(sized)
+    assert m["height"] > 2 * m["view"], f"the chat is not long enough to prove anything: {m}"
+    expect(sized.get_by_test_id("jump-to-latest")).to_be_hidden()
+    expect(sized.locator(REPLY).last).to_be_in_viewport()
+    _shot(sized, tmp_path, "opened")
+
+    sized.locator("[data-testid=chat-item]", has_text="Demo chat").first.click()
+    expect(sized.get_by_test_id("chat-title")).to_have_text("Demo chat")
+    sized.locator(f'[data-testid=chat-item][data-chat-id="{long_chat.id}"]').click()
+    expect(sized.get_by_test_id("chat-title")).to_have_text("Long history")
+    expect(sized.locator(REPLY)).to_have_count(long_chat.replies)
+    _expect_pinned(sized)
+
+
+def test_sending_and_a_streaming_turn_keep_the_newest_entry_in_view(
+        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:
+    login(sized)
+    _open(sized, long_chat)
+    _expect_pinned(sized)
+    words = " ".join(f"w{i}" for i in range(30))
+    sized.get_by_test_id("composer-input").fill(f"/sleep 1\n{words}")
+    sized.get_by_test_id("composer-send").click()
+    expect(sized.locator("[data-testid=event][data-type=prompt]").last).to_contain_text(words)
+    _expect_pinned(sized)
+    expect(sized.locator("[data-testid=event][data-type=prompt]").last).to_be_in_viewport()
+
+    gaps: list[int] = []
+    full = f"{SLEPT}Demo agent here. You said: {words}"
+    seen = _stream(sized, long_chat.replies, full, lambda m: gaps.append(m["gap"]))
+    long_chat.replies += 1
+    assert len({n for n in seen if n < seen[-1]}) >= 3, f"the reply did not stream: lengths {seen}"
+    assert max(gaps) <= PINNED_PX, f"the streaming reply left the view: gaps {gaps}"
+    _expect_pinned(sized)
+    expect(sized.get_by_test_id("agent-working")).to_be_hidden()
+    _expect_pinned(sized)
+    _shot(sized, tmp_path, "streamed")
+
+
+def test_a_reader_who_scrolled_up_stays_put_and_can_jump_back(
+        sized: Page, server, token: str, long_chat: History, tmp_path: Path) -> None:
+    login(sized)
+    _open(sized, long_chat)
+    _expect_pinned(sized)
+    jump = sized.get_by_test_id("jump-to-latest")
+    sized.locator("[data-testid=transcript]").hover()
+    sized.mouse.wheel(0, -900)
+    expect(jump).to_be_visible()
+    parked = _measure(sized)
+    assert parked["gap"] > 300, f"the wheel did not scroll the transcript up: {parked}"
+
+    words = " ".join(f"v{i}" for i in range(40))
+    run = _prompt(server, token, long_chat.id, f"/sleep 1\n{words}")  # another process: the API
+    reply = sized.locator(REPLY).nth(long_chat.replies)
+    expect(reply).to_contain_text("Demo agent here. You said: v0", timeout=15_000)
+    tops: list[int] = []
+    for _ in range(5):  # a few chunks arrive; the reader is not moved
+        tops.append(_measure(sized)["top"])
+        sized.wait_for_timeout(80)
+    assert set(tops) == {parked["top"]}, f"a reader who scrolled up was moved: {parked['top']} → {tops}"
+    expect(jump).to_be_visible()
+    expect(sized.locator(".cc-transcript-wrap")).to_have_attribute("data-unread", "true")
+    _shot(sized, tmp_path, "scrolled-up")
+
+    jump.click()
+    expect(jump).to_be_hidden()
+    _expect_pinned(sized)
+    gaps: list[int] = []
+    full = f"{SLEPT}Demo agent here. You said: {words}"
+    _stream(sized, long_chat.replies, full, lambda m: gaps.append(m["gap"]))
+    long_chat.replies += 1
+    assert max(gaps) <= PINNED_PX, f"after jump-to-latest the stream left the view: gaps {gaps}"
+    _finish(server, token, run)
