@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from app.core.db import STORE_FAILURES, Database
@@ -10,6 +11,7 @@ from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
 from app.core.prompt import PromptService
 from app.core.turns import RunResult, TurnSpec
+from app.schedules.model import TaskRun
 from scheduler.decisions import Auth
 from scheduler.protocols import AuthKey, ChatBusy, ChatGone, Fire, FireHooks, TurnOutcome
 
@@ -58,8 +60,18 @@ def _outcome(result: RunResult) -> TurnOutcome:
     return TurnOutcome(result.status == RunStatus.SUCCEEDED, result.output, result.error)
 
 
+_TASK_RUNS = TaskRun.__table__
+_SESSION = _TASK_RUNS.update().where(_TASK_RUNS.c.id == sa.bindparam("b_id")).values(
+    provider_session_id=sa.bindparam("b_session"))
+
+
 def _record(hooks: FireHooks, request: Fire):  # a TurnSpec.record_finish
-    return lambda s, result: hooks.record(s, request, _outcome(result))
+    def record(s: Session, result: RunResult) -> None:
+        hooks.record(s, request, _outcome(result))
+        if request.fresh_session and result.session_id:  # a fresh fire's session is its own (SPEC §11)
+            s.connection().execute(_SESSION, {"b_id": request.task_run_id, "b_session": result.session_id})
+
+    return record
 
 
 def _after(hooks: FireHooks, request: Fire):  # a TurnSpec.on_finish

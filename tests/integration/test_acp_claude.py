@@ -282,3 +282,31 @@ def test_a_session_that_cannot_be_loaded_starts_anew_with_the_chats_history(
     assert len(said) == 1 and "What is the answer?" in said[0] and "The answer is **42**." in said[0]
     assert said[0].endswith("And now?")
     assert rig.chat_row().provider_session_id not in (None, lost, first.session_id)
+
+
+@SQLITE
+def test_a_fresh_session_task_gets_a_new_session_per_fire_seeded_with_the_previous_output(
+        rig: AgentRig, model: AnthropicServer) -> None:
+    core = rig.core
+    model.play(text("Hello from the chat's own session."))
+    assert finished(core.prompts.start(rig.chat, "A private remark.")).status == RunStatus.SUCCEEDED
+    chat_session = rig.chat_row().provider_session_id
+    service = TaskService(core.db, core.clock, core.settings)
+    task, _ = service.create(Actor(rig.user), rig.chat, {"name": "digest", "prompt": "Write the digest.",
+                                                         "schedule": {"kind": "interval", "every_seconds": 3600},
+                                                         "session": "fresh"})
+    loop = build_loop(core, "sched:fresh")
+    for reply in ("Digest number one.", "Digest number two."):
+        model.play(text(reply))
+        service.run_now(Actor(rig.user), task.id)
+        loop.tick()
+        settle(core, WAIT)
+    with core.db.read() as s:
+        runs = list(s.exec(select(TaskRun).where(TaskRun.task_id == task.id).order_by(TaskRun.id)))
+    sessions = [r.provider_session_id for r in runs]
+    assert len(sessions) == 2 and None not in sessions and len({*sessions, chat_session}) == 3, sessions
+    assert rig.chat_row().provider_session_id == chat_session, "a fresh fire never takes over the chat's session"
+    first, second = (user_texts(body) for body in model.main_requests()[-2:])
+    assert len(first) == len(second) == 1, "each fire starts a session of its own, without the chat's turns"
+    assert first[0].startswith('[scheduled task "digest", fire 1/∞]') and "A private remark." not in first[0]
+    assert "Output of the previous fire:\nDigest number one." in second[0]

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from app.core.providers.base import ProviderError, TurnRequest
+from app.core.providers.base import ProviderError, TurnRequest, TurnStream, Usage
 from app.core.providers.openai import OpenAIConfig, OpenAIProvider
 
 DEADLINE = 20.0
@@ -123,7 +123,45 @@ def test_chunks_are_emitted_in_order_as_they_stream(llm: FakeLLM) -> None:
     sent = llm.requests[0]
     assert sent["path"] == "/v1/chat/completions"
     assert sent["headers"]["Authorization"] == "Bearer sk-test"
-    assert sent["body"] == {"model": "test-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    assert sent["body"] == {"model": "test-model", "stream": True, "stream_options": {"include_usage": True},
+                            "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_the_usage_chunk_after_the_finish_is_reported(llm: FakeLLM) -> None:
+    finish = "data: " + json.dumps({"choices": [{"delta": {}, "finish_reason": "stop"}]}) + "\n\n"
+    usage = "data: " + json.dumps({"choices": [], "usage": {
+        "prompt_tokens": 31, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 11}}}) + "\n\n"
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        start_stream(handler)
+        for data in (delta("fine"), finish, usage):
+            send_chunk(handler, data)
+        end_stream(handler)
+
+    llm.respond = respond
+    out: list[str] = []
+    stream = TurnStream(out.append)
+    _run(_provider(llm), _request(), stream)
+    assert out == ["fine"]
+    assert stream.usage == Usage(input_tokens=31, output_tokens=7, cached_tokens=11)
+
+
+def test_a_server_that_sends_no_usage_after_the_finish_still_ends_the_turn(llm: FakeLLM) -> None:
+    finish = "data: " + json.dumps({"choices": [{"delta": {}, "finish_reason": "stop"}]}) + "\n\n"
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        start_stream(handler)
+        send_chunk(handler, delta("done"))
+        send_chunk(handler, finish)
+        llm.release.wait(DEADLINE)  # keeps the stream open, sends nothing more
+
+    llm.respond = respond
+    out: list[str] = []
+    stream = TurnStream(out.append)
+    started = time.monotonic()
+    _run(_provider(llm), _request(), stream)
+    assert out == ["done"] and stream.usage is None
+    assert time.monotonic() - started < DEADLINE - 5
 
 
 def test_the_server_receives_the_history_trimmed_to_the_budget(llm: FakeLLM) -> None:

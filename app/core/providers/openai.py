@@ -1,9 +1,11 @@
 """The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, streamed.
 
 One turn is one ``POST {base_url}/chat/completions`` with ``{"model", "messages", "stream": true}``
-(and ``Authorization: Bearer <key>`` when a key is set). The reply arrives as server-sent events;
-each ``data:`` payload's ``choices[0].delta.content`` is emitted as it comes, and ``data: [DONE]``
-(or a chunk carrying a ``finish_reason``) ends the turn. A server that answers with a plain JSON
+(and ``Authorization: Bearer <key>`` when a key is set) and ``stream_options.include_usage``, so
+the turn's token counts come back in a last chunk (recorded as the run's usage). The reply
+arrives as server-sent events; each ``data:`` payload's ``choices[0].delta.content`` is emitted
+as it comes, and ``data: [DONE]`` (or a chunk carrying a ``finish_reason``, then the usage chunk
+if one follows within a few seconds) ends the turn. A server that answers with a plain JSON
 completion instead of a stream is accepted too.
 
 History budget (``history_budget_chars``, default 24,000 characters of message text):
@@ -30,10 +32,11 @@ import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
-from app.core.providers.base import Emit, ProviderError, TurnRequest
+from app.core.providers.base import Emit, ProviderError, TurnRequest, TurnStream, Usage, stream_of
 
 DEFAULT_HISTORY_BUDGET_CHARS = 24_000
 READ_TIMEOUT_SECONDS = 60.0
+USAGE_WAIT_SECONDS = 5.0  # after the finish, how long the usage chunk (or [DONE]) may take
 CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_EVENT_LINE_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 8 * 1024 * 1024
@@ -95,6 +98,24 @@ def is_done(data: str) -> bool:
 
 def parse_chunk(data: str) -> tuple[str, bool]:
     """(text, finished) of one streamed chunk; raises ProviderError for an error payload or bad JSON."""
+    text, finished, _ = parse_event(data)
+    return text, finished
+
+
+def usage_of(payload: object) -> Usage | None:
+    """A chunk's (or completion's) ``usage``: prompt/completion/cached tokens; None when absent."""
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    found = Usage(input_tokens=Usage.count(usage.get("prompt_tokens")),
+                  output_tokens=Usage.count(usage.get("completion_tokens")), cached_tokens=Usage.count(cached))
+    return found if found.as_json() else None
+
+
+def parse_event(data: str) -> tuple[str, bool, Usage | None]:
+    """(text, finished, usage) of one streamed chunk; raises ProviderError like :func:`parse_chunk`."""
     try:
         chunk = json.loads(data)
     except json.JSONDecodeError:
@@ -107,7 +128,7 @@ def parse_chunk(data: str) -> tuple[str, bool]:
     choice = choices[0] if isinstance(choices[0], dict) else {}
     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
     content = delta.get("content")
-    return (content if isinstance(content, str) else ""), choice.get("finish_reason") is not None
+    return (content if isinstance(content, str) else ""), choice.get("finish_reason") is not None, usage_of(chunk)
 
 
 def _error_text(error: object) -> str:
@@ -172,7 +193,8 @@ class OpenAIProvider:
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         """Emit the reply as it streams; raises ProviderError on any failure or on cancel."""
         messages = build_messages(request.history, request.text, self.config.history_budget_chars)
-        body = json.dumps({"model": self.config.model, "messages": messages, "stream": True}).encode()
+        body = json.dumps({"model": self.config.model, "messages": messages, "stream": True,
+                           "stream_options": {"include_usage": True}}).encode()
         conn = self._connection()
         finished = threading.Event()
         threading.Thread(target=_watch, args=(conn, cancel, finished), name="openai-cancel", daemon=True).start()
@@ -180,7 +202,7 @@ class OpenAIProvider:
             conn.connect()
             conn.sock.settimeout(self.config.read_timeout_seconds)
             response = self._post(conn, body)
-            self._read(response, emit, cancel)
+            self._read(response, stream_of(emit), cancel, conn)
         except (OSError, http.client.HTTPException) as exc:
             if cancel.is_set():
                 raise ProviderError("cancelled") from None
@@ -206,42 +228,61 @@ class OpenAIProvider:
             raise ProviderError(f"openai endpoint returned HTTP {response.status}: {excerpt}")
         return response
 
-    def _read(self, response: http.client.HTTPResponse, emit: Emit, cancel: threading.Event) -> None:
+    def _read(self, response: http.client.HTTPResponse, stream: TurnStream, cancel: threading.Event,
+              conn: http.client.HTTPConnection) -> None:
+        """Emit the streamed text; after the finish, read on briefly for the usage chunk (sent after
+        it when ``include_usage`` is honoured) until ``[DONE]``, the end, or a short wait."""
         if "application/json" in (response.getheader("Content-Type") or ""):
-            return _read_whole(response, emit)
-        events = SseDecoder()
+            return _read_whole(response, stream)
+        events, finished = SseDecoder(), False
         while not cancel.is_set():
-            raw = response.readline(MAX_EVENT_LINE_BYTES + 1)
+            try:
+                raw = response.readline(MAX_EVENT_LINE_BYTES + 1)
+            except (TimeoutError, OSError):
+                if finished and not cancel.is_set():
+                    return None  # the reply is whole; the usage never came
+                raise
             if len(raw) > MAX_EVENT_LINE_BYTES:
                 raise ProviderError(f"the endpoint streamed a line over {MAX_EVENT_LINE_BYTES} bytes")
             data = events.feed(raw.decode("utf-8", "replace")) if raw else events.flush()
             if data is not None:
                 if is_done(data):
                     return None
-                text, finished = parse_chunk(data)
+                text, ended, usage = parse_event(data)
                 if text:
-                    emit(text)
-                if finished:
-                    return None
+                    stream(text)
+                if usage is not None:
+                    stream.report_usage(usage)
+                    if finished or ended:
+                        return None
+                if ended and not finished:
+                    finished = True
+                    if conn.sock is not None:
+                        conn.sock.settimeout(USAGE_WAIT_SECONDS)
             if not raw:
                 break
         if cancel.is_set():
             raise ProviderError("cancelled")
+        if finished:
+            return None
         raise ProviderError("the stream ended before the reply was finished")
 
 
-def _read_whole(response: http.client.HTTPResponse, emit: Emit) -> None:
+def _read_whole(response: http.client.HTTPResponse, stream: TurnStream) -> None:
     """A non-streamed completion (some servers ignore ``stream``): emit its message at once."""
     raw = response.read(MAX_JSON_BYTES + 1)
     if len(raw) > MAX_JSON_BYTES:
         raise ProviderError(f"the endpoint's reply is over {MAX_JSON_BYTES} bytes")
     try:
-        message = json.loads(raw)["choices"][0]["message"]
-        content = message.get("content") or ""
+        whole = json.loads(raw)
+        content = whole["choices"][0]["message"].get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise ProviderError(f"the endpoint's reply has no message: {body_excerpt(raw)}") from None
     if content:
-        emit(str(content))
+        stream(str(content))
+    usage = usage_of(whole)
+    if usage is not None:
+        stream.report_usage(usage)
 
 
 def settings_from(options: Mapping[str, object], *, base_url: str, model: str, api_key: str,
