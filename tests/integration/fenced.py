@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -106,7 +107,7 @@ class Fenced:
         tables = {k: v for k, v in table_contents(self.core).items() if k not in TURN_TABLES}
         files = {k: v for k, v in digest_tree(data).items()
                  if not k.startswith((f"workspaces/{self.project}", f"agent-homes/{self.project}", "chatcron.db",
-                                      "tmp/"))}
+                                      "tmp/", "agent-tokens/"))}
         return {"tables": tables, "files": files}
 
     def fire_target(self) -> tuple[int, int, int]:
@@ -132,14 +133,17 @@ class Fenced:
         return task.id
 
 
-def build(core: Core, server: ApiServer) -> Fenced:
-    alice, bob = add_user(core, "alice@example.com"), add_user(core, "bob@example.com")
-    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", alice).id
+def build(core: Core, server: ApiServer, alice: User | None = None, project: int | None = None) -> Fenced:
+    """Alice's project (made here unless given) is the agent's; Bob's holds canaries it must not read."""
+    alice = alice or add_user(core, "alice@example.com")
+    bob = add_user(core, "bob@example.com")
+    if project is None:
+        project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", alice).id
     other = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Bob's", bob).id
     for folder in (workspace_path(core.settings.workspaces_dir, other), agent_home(core.settings, other)):
         (folder / "canary.txt").write_bytes(CANARY)
     (core.settings.data_dir / "canary.txt").write_bytes(CANARY)
-    return Fenced(core, server, alice, bob, project, other, "")
+    return Fenced(core, server, alice, bob, project, other, marker())
 
 
 def marker() -> str:
@@ -160,3 +164,22 @@ def host_processes(marker: str) -> Iterator[tuple[int, dict[str, str]]]:
             continue
         if not status.get("State", "").startswith("Z"):
             yield int(entry.name), {k: v.strip() for k, v in status.items()}
+
+
+def namespace_mates(pid: int) -> dict[int, dict[str, str]]:
+    """/proc/<pid>/status of every host process in the PID namespace of ``pid`` (its sandbox)."""
+    ns = os.readlink(f"/proc/{pid}/ns/pid")
+    mates: dict[int, dict[str, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "pid") != ns:
+                continue
+            status = dict(line.split(":\t", 1) for line in (entry / "status").read_text().splitlines()
+                          if ":\t" in line)
+            status["cmdline"] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        mates[int(entry.name)] = {k: v.strip() for k, v in status.items()}
+    return mates

@@ -99,7 +99,12 @@ def probe(a: dict[str, Any]) -> None:
 
 
 def hold(a: dict[str, Any]) -> None:
-    print("HOLD " + json.dumps({"uid": os.getuid(), **a.get("extra", {})}), flush=True)
+    """Say HOLD (on stdout, and as a file for a host that cannot see our output yet), then wait."""
+    said = json.dumps({"uid": os.getuid(), **a.get("extra", {})})
+    with open(".holding", "w", encoding="utf-8") as f:
+        f.write(said)
+    os.rename(".holding", "holding")  # whole or absent for the host that waits for it
+    print("HOLD " + said, flush=True)
     deadline = time.monotonic() + 60
     while not os.path.exists("release") and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -155,11 +160,19 @@ def dd(a: dict[str, Any]) -> None:
     os.execvp("dd", ["dd", "if=/dev/zero", "of=big-dd.bin", "bs=1M", f"count={a['count']}", "status=none"])
 
 
-def api(method: str, path: str, body: dict[str, Any] | None = None, token: str | None = None) -> int:
+def grant() -> str:
+    """The turn's token: in the environment (command provider) or in its file (a warm ACP agent)."""
+    if os.environ.get("SCHEDULE_API_TOKEN"):
+        return os.environ["SCHEDULE_API_TOKEN"]
+    with open(os.environ["SCHEDULE_API_TOKEN_FILE"], encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def api(method: str, path: str, body: dict[str, Any] | None = None) -> int:
     url = os.environ["SCHEDULE_API_URL"].rstrip("/") + path
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {token or os.environ['SCHEDULE_API_TOKEN']}", "Content-Type": "application/json"})
+        "Authorization": f"Bearer {grant()}", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status
@@ -172,7 +185,7 @@ def schedule(a: dict[str, Any]) -> None:
     url = os.environ["SCHEDULE_API_URL"].rstrip("/") + "/agent-api/schedules"
     body = {"name": "runaway", "prompt": "Do it again, forever.", "schedule": {"kind": "interval", "every_seconds": 60}}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
-        "Authorization": f"Bearer {os.environ['SCHEDULE_API_TOKEN']}", "Content-Type": "application/json"})
+        "Authorization": f"Bearer {grant()}", "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         tid = json.loads(response.read())["id"]
     codes = {"created": tid}

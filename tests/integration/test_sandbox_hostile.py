@@ -50,7 +50,7 @@ def fenced_core(settings: Settings, monkeypatch: pytest.MonkeyPatch, script: str
     server = ApiServer(core, port)
     try:
         world = build(core, server)
-        world.marker = tag
+        world.marker = tag  # the one on the agent's command line
         yield world
     finally:
         server.close()
