@@ -6,9 +6,11 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,9 +135,6 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # agent scripts: the server's interpreter is
 def agent_script(settings: Settings, body: str, name: str = "agent.py", *args: str) -> tuple[Settings, str]:
     """Write an agent script beside the data dir (``<data_root>/agent-bin``, bound read-only into
     the sandbox) and return settings that show it to agents, and its command line."""
-    import shlex
-    import textwrap
-
     agent_bin = settings.data_dir.parent / "agent-bin"
     agent_bin.mkdir(exist_ok=True)
     os.chmod(agent_bin, 0o755)

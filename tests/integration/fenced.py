@@ -77,7 +77,7 @@ class Fenced:
         return chat.id
 
     def start(self, mode: str, args: dict[str, Any] | None = None, *, chat: int | None = None,
-              **start: Any) -> RunHandle:  # noqa: ANN401 - PromptService.start's keywords
+              **start: Any) -> RunHandle:  # PromptService.start's keywords
         text = f"hostile:{mode} {json.dumps(args or {})}"
         return self.core.prompts.start(chat or self.chat(), text, **start)
 

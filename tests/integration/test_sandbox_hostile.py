@@ -37,7 +37,7 @@ OPENAI_KEY = "sk-hostile-canary-4f1c"
 
 @contextlib.contextmanager
 def fenced_core(settings: Settings, monkeypatch: pytest.MonkeyPatch, script: str = "",
-                **changes: Any) -> Iterator[Fenced]:  # noqa: ANN401 - Settings fields
+                **changes: Any) -> Iterator[Fenced]:  # Settings fields
     """The world with ``script`` (default: the hostile agent) as the command agent."""
     monkeypatch.setenv("CHATCRON_OPENAI_API_KEY", OPENAI_KEY)  # in the server's environment, to be leaked
     tag = marker()

@@ -22,7 +22,7 @@ import pytest
 
 from app.core.config import Settings
 from app.core.models import RunSource, RunStatus
-from app.core.turns import RunResult
+from app.core.turns import RunHandle, RunResult
 from app.schedules.model import ScheduledTask, TaskStatus
 from tests.agents.anthropic_server import AnthropicServer, bash, text, user_texts
 from tests.agents.rig import AgentRig, build_rig
@@ -62,7 +62,7 @@ def order(world: Fenced, mode: str, args: dict[str, Any] | None = None) -> str:
 
 
 def turn(rig: AgentRig, model: AnthropicServer, command: str, *, chat: int | None = None,
-         **start: Any) -> RunResult:  # noqa: ANN401 - PromptService.start's keywords
+         **start: Any) -> RunResult:  # PromptService.start's keywords
     model.play(bash(command), text("Done."))
     result = rig.core.prompts.start(chat or rig.chat, "Run the checks, please.", **start).wait(WAIT)
     assert result is not None, f"the turn did not finish in {WAIT} s"
@@ -74,12 +74,12 @@ def tool_output(model: AnthropicServer) -> str:
     return user_texts(model.main_requests()[-1])[-1]
 
 
-def reply(model: AnthropicServer) -> Any:  # noqa: ANN401 - the hostile agent's JSON
+def reply(model: AnthropicServer) -> Any:  # the hostile agent's JSON
     out = tool_output(model)
     return json.JSONDecoder().raw_decode(out[out.index("{"):])[0]
 
 
-def holding(world: Fenced, handle: Any) -> dict[str, Any]:  # noqa: ANN401 - a RunHandle
+def holding(world: Fenced, handle: RunHandle) -> dict[str, Any]:
     """Wait until the hostile script holds (it writes ``holding`` in the workspace); what it said."""
     flag = world.workspace / "holding"
     deadline = time.monotonic() + WAIT

@@ -56,10 +56,10 @@ class Launch:
     pass_fds: tuple[int, ...] = ()
     sandboxed: bool = False
 
-    def popen(self, **kwargs: Any) -> subprocess.Popen:  # noqa: ANN401 - Popen's own keywords
+    def popen(self, **kwargs: Any) -> subprocess.Popen:  # Popen's own keywords
         try:
-            return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,  # noqa: S603
-                                    preexec_fn=self.preexec_fn, **kwargs)  # noqa: PLW1509 - None unless a caller sets it
+            return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,
+                                    preexec_fn=self.preexec_fn, **kwargs)
         finally:
             self.close()
 
