@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import open_tmp
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -58,8 +60,16 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("e2e-data")
+def e2e_root() -> Iterator[Path]:
+    """Where the served data dir lives: reachable by the sandboxed agents' uid (see open_tmp)."""
+    with open_tmp("chatcron-e2e-") as folder:
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def server(e2e_root: Path) -> Iterator[Server]:
+    data = e2e_root / "e2e-data"
+    data.mkdir()
     port = free_port()
     env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
            "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)}

@@ -182,7 +182,7 @@ def test_no_ticket_without_a_nonce(core: Core, user: User) -> None:
 PAGE_LOAD = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 
 
-def login_cookies(response) -> list[str]:  # noqa: ANN001 - an httpx response
+def login_cookies(response) -> list[str]:  # an httpx response
     return [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.LOGIN_COOKIE + "=")]
 
 

@@ -29,7 +29,7 @@ from app.core.providers import openai
 from app.core.providers.acp import ASK_LATER, POLICIES, AcpConfig, AcpProvider
 from app.core.providers.acp_pool import AgentPool
 from app.core.providers.base import Provider, ProviderError
-from app.core.providers.command import NO_COMMAND, CommandProvider, base_environment, split_command
+from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
 
 # key → expected type; one table for every provider so a project can switch provider and keep its values
@@ -74,11 +74,11 @@ def _validated(value: dict[str, object], where: str) -> dict[str, object]:
     return {key: item.strip() if isinstance(item, str) else item for key, item in value.items()}
 
 
-def _command(settings: Settings, options: Mapping[str, object], base_env: Mapping[str, str]) -> Provider:
+def _command(settings: Settings, options: Mapping[str, object]) -> Provider:
     line = str(options.get("command") or "") or settings.provider_command
     if not line.strip():
         raise ProviderError(NO_COMMAND)
-    return CommandProvider(split_command(line), base_env)
+    return CommandProvider(split_command(line), settings)
 
 
 def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
@@ -156,7 +156,6 @@ class ProviderFactory:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.base_env = base_environment()  # taken once, like the settings
         self.agents = AgentPool(max_processes=settings.max_agent_processes,
                                 idle_seconds=settings.agent_idle_seconds,
                                 cancel_grace_seconds=settings.agent_cancel_grace_seconds)
@@ -165,13 +164,13 @@ class ProviderFactory:
         settings = self.settings
         name = (project.provider if project and project.provider else None) or settings.provider
         if name == "demo":
-            return DemoProvider(settings.demo_word_delay_seconds)
+            return DemoProvider(settings.demo_word_delay_seconds, settings)
         if name == "command":
-            return _command(settings, project_settings(project), self.base_env)
+            return _command(settings, project_settings(project))
         if name == "openai":
             return _openai(settings, project_settings(project))
         if name == "acp":
-            return AcpProvider(acp_config(settings, project_settings(project)), self.agents, settings, self.base_env)
+            return AcpProvider(acp_config(settings, project_settings(project)), self.agents, settings)
         raise ProviderError(f"unknown provider {name!r}")
 
     def close(self) -> None:
