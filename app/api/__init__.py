@@ -11,6 +11,7 @@ from app.api import agent, errors, metrics, schedules, user, web_auth
 from app.api.limits import BodyLimit
 from app.api.origins import OriginGuard
 from app.api.proxies import ProxyHeaders
+from app.api.web_auth import PreLoginCookie
 from app.core.context import Core
 
 
@@ -36,4 +37,5 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     api.include_router(web_auth.router)
     api.include_router(metrics.router)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    api.add_middleware(PreLoginCookie)  # Reflex's pages are mounted inside this app: they pass through it
     return api

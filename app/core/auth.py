@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import functools
 import hashlib
 import hmac
@@ -42,6 +43,7 @@ EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
 TOKEN_PREFIX = "cct_"
 SESSION_COOKIE = "chatcron_session"
+LOGIN_COOKIE = "chatcron_login"  # pre-login nonce of a browser: binds its login tickets to it
 
 
 def digest(token: str) -> str:
@@ -227,34 +229,63 @@ def revoke_tokens(db: Database, clock: Clock, user_id: int) -> int:
 TICKET_SECONDS = 30
 
 
-def create_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int,
-                   kind: SessionKind = SessionKind.SESSION) -> str:
-    """Start a browser session (or a single-use login ticket); returns its secret."""
+def create_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int) -> str:
+    """Start a browser session; returns its secret (the cookie's value)."""
+    return _new_web_session(db, clock, user_id, ttl_seconds, SessionKind.SESSION, None)
+
+
+def _new_web_session(db: Database, clock: Clock, user_id: int, ttl_seconds: int, kind: SessionKind,
+                     binding: str | None) -> str:
     token = new_secret("ccs_" if kind == SessionKind.SESSION else "cclt_")
     now = clock.now()
     with db.write() as s:
-        s.add(WebSession(kind=kind.value, user_id=user_id, token_hash=digest(token), created_at=now,
-                         expires_at=now + dt.timedelta(seconds=ttl_seconds)))
+        s.add(WebSession(kind=kind.value, user_id=user_id, token_hash=digest(token), binding_hash=binding,
+                         created_at=now, expires_at=now + dt.timedelta(seconds=ttl_seconds)))
     return token
 
 
-def create_login_ticket(db: Database, clock: Clock, user_id: int) -> str:
-    """A proof of login valid for a few seconds and one use, exchanged for the cookie over HTTP."""
-    return create_session(db, clock, user_id, TICKET_SECONDS, SessionKind.TICKET)
+def cookie_value(header: str, name: str) -> str:
+    """The value of cookie ``name`` in a Cookie header; "" when it is absent, empty or sent twice
+    (two values mean someone else also set one: take neither)."""
+    values = [value.strip() for key, sep, value in (part.strip().partition("=") for part in (header or "").split(";"))
+              if sep and key == name]
+    return values[0] if len(values) == 1 else ""
 
 
-def redeem_login_ticket(db: Database, clock: Clock, ticket: str, ttl_seconds: int) -> str | None:
-    """Burn a ticket and open a session for its user; None if unknown, used or expired."""
+def create_login_ticket(db: Database, clock: Clock, user_id: int, browser_nonce: str) -> str:
+    """A proof of login valid for a few seconds and one use, exchanged for the cookie over HTTP by
+    the browser whose pre-login cookie (``LOGIN_COOKIE``) holds ``browser_nonce``, and by no other."""
+    if not browser_nonce:
+        raise InvalidInput("browser", "the pre-login cookie is missing; reload the page and log in again")
+    return _new_web_session(db, clock, user_id, TICKET_SECONDS, SessionKind.TICKET, digest(browser_nonce))
+
+
+class TicketRefusal(enum.StrEnum):
+    """Why ``/auth/claim`` refused a ticket (the ``error`` the login page is sent back with)."""
+
+    EXPIRED = "expired"  # unknown, used or expired
+    OTHER_BROWSER = "browser"  # presented without the pre-login cookie of the browser that logged in
+
+
+def redeem_login_ticket(db: Database, clock: Clock, ticket: str, browser_nonce: str,
+                        ttl_seconds: int) -> str | TicketRefusal:
+    """Burn a ticket and open a session for its user, if ``browser_nonce`` is the one it was issued
+    to. Any presentation burns it: a ticket shown by another browser has leaked, so the asker must
+    log in again rather than race the other one."""
     if not ticket:
-        return None
+        return TicketRefusal.EXPIRED
     with db.write() as s:
         row = s.exec(select(WebSession).where(WebSession.token_hash == digest(ticket),
                                               WebSession.kind == SessionKind.TICKET.value)).first()
         if row is None:
-            return None
+            return TicketRefusal.EXPIRED
         s.delete(row)
-        valid = row.expires_at > clock.now()
-    return create_session(db, clock, row.user_id, ttl_seconds) if valid else None
+    if row.expires_at <= clock.now():
+        return TicketRefusal.EXPIRED
+    if not browser_nonce or not hmac.compare_digest(row.binding_hash or "", digest(browser_nonce)):
+        log.warning("action=login_ticket_refused reason=other_browser user_id=%s", row.user_id)
+        return TicketRefusal.OTHER_BROWSER
+    return create_session(db, clock, row.user_id, ttl_seconds)
 
 
 def user_for_session(db: Database, clock: Clock, token: str) -> User | None:

@@ -174,6 +174,8 @@ class WebSession(SQLModel, table=True):
     kind: str = SessionKind.SESSION.value
     user_id: int = Field(foreign_key="users.id", index=True)
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    # tickets only: SHA-256 of the pre-login cookie of the browser that logged in (auth.LOGIN_COOKIE)
+    binding_hash: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
     created_at: dt.datetime = instant(nullable=False)
     expires_at: dt.datetime = instant(nullable=False)
 

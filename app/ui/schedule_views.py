@@ -51,6 +51,7 @@ class RunRow:
     late: str
     duration: str
     error: str
+    usage: str = ""  # "1,234 in · 567 out · $0.0123" of the turn, when the agent reported it
 
 
 @dataclasses.dataclass
@@ -176,9 +177,10 @@ def _enum_or(cls: Any, value: str | None, default: Any) -> Any:
 
 
 def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
-             history: Sequence[TaskRun] | None = None, index: int = 0) -> TaskRow:
+             history: Sequence[TaskRun] | None = None, index: int = 0,
+             usage: Mapping[int, str] | None = None) -> TaskRow:
     """The drawer row of ``task`` (``index``: its place in the list, for its colour); ``history``
-    (newest first) is given for expanded rows only."""
+    (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines."""
     zone = task_zone(task, viewer_zone)
     status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
     outcome = _enum_or(RunOutcome, task.last_run_status, None)
@@ -200,7 +202,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         can_resume=status in (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED),
         can_run_now=status is not TaskStatus.DRAFT,
         expanded=history is not None,
-        history=[run_row(run, zone) for run in history or ()],
+        history=[run_row(run, zone, (usage or {}).get(run.run_id or 0, "")) for run in history or ()],
         accent=MARKER_COLORS[index % len(MARKER_COLORS)],
     )
 
@@ -220,8 +222,8 @@ def _pending(task: ScheduledTask) -> str:
     return ""
 
 
-def run_row(run: TaskRun, zone: dt.tzinfo) -> RunRow:
-    """One history line: nominal vs actual start, lateness, duration, error."""
+def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
+    """One history line: nominal vs actual start, lateness, duration, error, the turn's usage."""
     outcome = _enum_or(RunOutcome, run.status, RunOutcome.FAILED)
     started = run.started_at or run.claimed_at
     late = (started - run.occurrence_at).total_seconds() if started else 0.0
@@ -235,7 +237,7 @@ def run_row(run: TaskRun, zone: dt.tzinfo) -> RunRow:
         late=f"+{seconds_text(late)}" if late >= 0.5 else "on time",
         duration=seconds_text(duration) if duration is not None else ("running" if outcome is RunOutcome.RUNNING
                                                                       else "—"),
-        error=run.error or "",
+        error=run.error or "", usage=usage,
     )
 
 

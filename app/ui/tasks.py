@@ -20,7 +20,7 @@ from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError, parse_instant
-from app.ui import schedule_form, schedule_views
+from app.ui import schedule_form, schedule_views, usage
 from app.ui.schedule_form import FormFields
 
 HISTORY_LIMIT = 20
@@ -52,9 +52,9 @@ def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[in
     actor = Actor(user)
     tasks = service.list(actor, chat_id)
     now = service.clock.now()
-    rows = [schedule_views.task_row(task, now, viewer_zone,
-                                    service.runs(actor, task.id, HISTORY_LIMIT) if task.id in expanded else None,
-                                    index)
+    histories = {task.id: service.runs(actor, task.id, HISTORY_LIMIT) for task in tasks if task.id in expanded}
+    lines = usage.usage_lines(service.db, [run.run_id for runs in histories.values() for run in runs if run.run_id])
+    rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines)
             for index, task in enumerate(tasks)]
     return Snapshot(rows, schedule_views.timeline(tasks, now, viewer_zone))
 

@@ -1,13 +1,36 @@
-"""Turn the event log into transcript rows: streamed chunks of one run become one message."""
+"""Turn the event log into transcript rows (SPEC §11): pure functions, no database.
+
+- Streamed chunks of one run become one row: consecutive ``assistant_text`` (and ``thought``) of a run.
+- A ``tool`` event carries the call's whole current state as JSON; a later event with the same call
+  id (in the same run) replaces the earlier row where it stands, so the card updates in place.
+- The latest ``plan`` of a run replaces its earlier plan, in place.
+- ``run_finished`` shows as a ``run_usage`` row when the run's usage is known (given by the caller).
+
+Every row is a ``dict[str, str]`` with the same keys (the page's state is typed that way).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from app.core import envelope
 from app.core.models import Event, EventType
 
 HIDDEN = {EventType.RUN_STARTED.value, EventType.RUN_FINISHED.value}
+MERGED = {EventType.ASSISTANT_TEXT.value, EventType.THOUGHT.value}  # chunk streams joined per run
+USAGE_ROW = "run_usage"  # not an event type: the usage line under a finished turn
+INPUT_MAX_CHARS = 2048  # the provider bounds them too (2 KiB, 8 KiB); the page never trusts that
+OUTPUT_MAX_CHARS = 8192
+CUT_NOTE = "\n… (cut)"
+TOOL_STATUSES = {"pending": "pending", "in_progress": "running", "completed": "completed", "failed": "failed",
+                 "awaiting_approval": "awaiting approval"}
+FINAL_STATUSES = {"completed", "failed"}
+TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
+PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
+_BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
+          "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": ""}
 
 
 def envelope_parts(text: str) -> tuple[str, str, str]:
@@ -18,30 +41,134 @@ def envelope_parts(text: str) -> tuple[str, str, str]:
     return fire.name, fire.fire_label, fire.prompt.strip()
 
 
+def _bounded(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + CUT_NOTE
+
+
+def decision_text(decision: Any) -> str:
+    """"allowed by policy", "rejected by ann@example.com", "allowed: capability-scoped schedule tool"…"""
+    if not isinstance(decision, Mapping):
+        return ""
+    outcome = "allowed" if decision.get("outcome") == "allowed" else "rejected"
+    by = str(decision.get("by") or "")
+    if by in ("policy:allow", "policy:deny"):
+        return f"{outcome} by policy"
+    if by == "capability":
+        return f"{outcome}: capability-scoped schedule tool"
+    if by == "timeout":
+        return f"{outcome}: no answer in time"
+    return f"{outcome} by {by}" if by else outcome
+
+
+def tool_fields(text: str) -> dict[str, str]:
+    """The card of a ``tool`` event; unreadable JSON gives a card that shows the raw text instead."""
+    try:
+        call = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python parses
+        call = None
+    if not isinstance(call, dict):
+        return {"key": "", "title": "Tool call (unreadable update)", "kind": "other", "status": "unknown",
+                "status_label": "unknown", "input": "", "output": _bounded(text, OUTPUT_MAX_CHARS), "decision": ""}
+    status = str(call.get("status") or "pending")
+    kind = str(call.get("kind") or "other")
+    return {
+        "text": "",  # the card shows the fields; the raw JSON (up to 10 KiB) need not reach the page twice
+        "key": str(call.get("id") or ""),
+        "title": _bounded(call.get("title") or "Tool call", 200),
+        "kind": kind if kind in TOOL_KINDS else "other",
+        "status": status if status in TOOL_STATUSES else "unknown",
+        "status_label": TOOL_STATUSES.get(status, "unknown"),
+        "input": _bounded(call.get("input"), INPUT_MAX_CHARS),
+        "output": _bounded(call.get("output"), OUTPUT_MAX_CHARS),
+        "decision": decision_text(call.get("decision")),
+    }
+
+
+def plan_fields(text: str) -> dict[str, str]:
+    """Title ("Plan · 2 of 5 done") and one line per entry ("✓ done", "▸ doing", "○ to do");
+    the raw text under a plain title when it is not a plan."""
+    try:
+        plan = json.loads(text)
+    except (ValueError, RecursionError):
+        plan = None
+    entries = plan.get("entries") if isinstance(plan, dict) else None
+    if not isinstance(entries, list):
+        return {"title": "Plan", "body": text}
+    lines, done = [], 0
+    for entry in entries:
+        entry = entry if isinstance(entry, dict) else {"content": entry}
+        status = str(entry.get("status"))
+        done += status == "completed"
+        lines.append(f"{PLAN_MARKS.get(status, '○')} {_bounded(entry.get('content'), 500)}")
+    return {"title": f"Plan · {done} of {len(lines)} done", "body": "\n".join(lines)}
+
+
 def _row(event: Event, run: str) -> dict[str, str]:
-    row = {"id": str(event.id), "type": event.type, "text": event.text, "run_id": run,
-           "task": "", "fire": "", "body": ""}
+    row = {**_BLANK, "id": str(event.id), "type": event.type, "text": event.text, "run_id": run}
     if event.type == EventType.SCHEDULED_PROMPT.value:
         row["task"], row["fire"], row["body"] = envelope_parts(event.text)
+    elif event.type == EventType.TOOL.value:
+        row.update(tool_fields(event.text))
+    elif event.type == EventType.PLAN.value:
+        row.update(plan_fields(event.text))
     return row
 
 
-def merge_events(rows: list[dict[str, str]], events: Iterable[Event]) -> list[dict[str, str]]:
-    """Append ``events`` to ``rows`` (a new list); consecutive assistant text of one run is joined.
+def _find(rows: list[dict[str, str]], kind: str, run: str, key: str) -> int:
+    """Index of the newest row of this kind, run and key; -1 when none."""
+    for index in range(len(rows) - 1, -1, -1):
+        row = rows[index]
+        if row["type"] == kind and row["run_id"] == run and row["key"] == key:
+            return index
+    return -1
 
-    A scheduled prompt's row also carries ``task``, ``fire`` and ``body`` parsed from its envelope.
+
+def _fold_tool(out: list[dict[str, str]], row: dict[str, str]) -> None:
+    """Replace the call's earlier card where it stands. A late, stale update (one that would move a
+    finished call back to running) does not undo the outcome: the card keeps the final state."""
+    index = _find(out, row["type"], row["run_id"], row["key"]) if row["key"] else -1
+    if index < 0:
+        out.append(row)
+        return
+    old = out[index]
+    if old["status"] in FINAL_STATUSES and row["status"] not in FINAL_STATUSES:
+        return
+    merged = {**row, "id": old["id"]}
+    for field in ("input", "output", "decision"):  # an update that leaves a field out keeps what was shown
+        merged[field] = row[field] or old[field]
+    out[index] = merged
+
+
+def merge_events(rows: list[dict[str, str]], events: Iterable[Event],
+                 usage: Mapping[int, str] | None = None) -> list[dict[str, str]]:
+    """Append ``events`` to ``rows`` (a new list), folding as the module docstring says.
+
+    ``usage`` maps a run id to its usage line ("1,234 in · 567 out"); a ``run_finished`` of such a
+    run adds a ``run_usage`` row.
     """
     out = list(rows)
     for event in events:
+        run = str(event.run_id or "")
+        if event.type == EventType.RUN_FINISHED.value and usage and event.run_id in usage:
+            out.append({**_BLANK, "id": f"usage-{event.id}", "type": USAGE_ROW, "text": usage[event.run_id],
+                        "run_id": run})
+            continue
         if event.type in HIDDEN:
             continue
-        run = str(event.run_id or "")
         last = out[-1] if out else None
-        if (event.type == EventType.ASSISTANT_TEXT.value and last is not None
-                and last["type"] == event.type and last["run_id"] == run):
+        if event.type in MERGED and last is not None and last["type"] == event.type and last["run_id"] == run:
             out[-1] = {**last, "text": last["text"] + event.text}
+            continue
+        row = _row(event, run)
+        if event.type == EventType.TOOL.value:
+            _fold_tool(out, row)
+            continue
+        index = _find(out, row["type"], run, "") if event.type == EventType.PLAN.value and run else -1
+        if index >= 0:
+            out[index] = {**row, "id": out[index]["id"]}
         else:
-            out.append(_row(event, run))
+            out.append(row)
     return out
 
 

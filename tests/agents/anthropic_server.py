@@ -117,7 +117,7 @@ class AnthropicServer:
         with self._lock:
             self.requests.append(entry)
 
-    def wait_release(self, alive: Any) -> None:  # noqa: ANN401 - a callable that raises once the client is gone
+    def wait_release(self, alive: Any) -> None:  # a callable that raises once the client is gone
         self.stalling.set()
         try:
             while not self._release.wait(0.2):
@@ -135,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_state: AnthropicServer
 
-    def log_message(self, *args: Any) -> None:  # noqa: ANN401
+    def log_message(self, *args: Any) -> None:
         pass
 
     def _body(self) -> dict[str, Any] | None:
@@ -212,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _block(self, index: int, kind: str, value: Any) -> None:  # noqa: ANN401
+    def _block(self, index: int, kind: str, value: Any) -> None:
         if kind == "tool_use":
             name, args = value
             self._event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
@@ -251,7 +251,7 @@ def _message(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
                       "cache_read_input_tokens": USAGE_CACHED}}
 
 
-def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:  # noqa: ANN401
+def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

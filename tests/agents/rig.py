@@ -52,7 +52,7 @@ class AgentRig:
     chat: int
 
     @property
-    def pool(self):  # noqa: ANN201 - the AgentPool of this core
+    def pool(self):  # the AgentPool of this core
         factory = self.core.prompts.providers
         assert isinstance(factory, ProviderFactory)
         return factory.agents

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import SQLModel
 
 from app.api import create_api
+from app.core import auth
 from app.core.context import Core
 from app.core.models import User
 
@@ -30,13 +31,22 @@ def add_user(core: Core, email: str, is_admin: bool = False) -> User:
         return user
 
 
+BROWSER_NONCE = "pre-login-nonce-of-the-test-browser"  # the test client's pre-login cookie (auth.LOGIN_COOKIE)
+
+
+def login_ticket(core: Core, user_id: int) -> str:
+    """A login ticket issued to the test client's browser (claimable by a ``client_for`` client)."""
+    return auth.create_login_ticket(core.db, core.clock, user_id, BROWSER_NONCE)
+
+
 def client_for(core: Core, max_body_bytes: int | None = None, raise_server_exceptions: bool = True) -> TestClient:
-    """The real FastAPI app on this core, driven in-process.
+    """The real FastAPI app on this core, driven in-process, as a browser holding ``BROWSER_NONCE``.
 
     With ``raise_server_exceptions=False`` a crash is answered 500, as a real server would.
     """
     limit = core.settings.request_max_bytes if max_body_bytes is None else max_body_bytes
-    return TestClient(create_api(lambda: core, limit), raise_server_exceptions=raise_server_exceptions)
+    return TestClient(create_api(lambda: core, limit), raise_server_exceptions=raise_server_exceptions,
+                      cookies={auth.LOGIN_COOKIE: BROWSER_NONCE})
 
 
 def _tables(core: Core) -> list[sa.TableClause]:

@@ -39,7 +39,7 @@ from app.core.workspace import ASSETS_DIR
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
 from tests.conftest import database_core
-from tests.integration.apiclient import add_user, client_for, table_contents
+from tests.integration.apiclient import BROWSER_NONCE, add_user, client_for, table_contents
 from tests.store import issue_grant, revoke_grant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -546,7 +546,7 @@ def test_docs_security_quotes_the_cli_help_verbatim() -> None:
 
 
 def test_the_browser_session_cookie_is_httponly_and_samesite_lax(world: World) -> None:
-    ticket = auth.create_login_ticket(world.core.db, world.clock, world.alice.id)
+    ticket = auth.create_login_ticket(world.core.db, world.clock, world.alice.id, BROWSER_NONCE)
     response = world.client.get("/auth/claim", params={"ticket": ticket}, follow_redirects=False)
     assert response.status_code == 303
     header = response.headers["set-cookie"]

@@ -72,14 +72,14 @@ class World:
     tokens: dict[str, str]  # user → a personal API token
 
 
-def _user(s: Any, name: str, is_admin: bool = False) -> User:  # noqa: ANN401 - a Session
+def _user(s: Any, name: str, is_admin: bool = False) -> User:  # a Session
     user = User(email=f"{name}@example.com", password_hash="not-a-hash", is_admin=is_admin, created_at=T0)
     s.add(user)
     s.flush()
     return user
 
 
-def _chat(s: Any, title: str, owner: User, project: Project | None, minute: int) -> Chat:  # noqa: ANN401
+def _chat(s: Any, title: str, owner: User, project: Project | None, minute: int) -> Chat:
     chat = Chat(title=title, owner_id=owner.id, project_id=project.id if project else None, created_at=at(minute),
                 updated_at=at(minute))
     s.add(chat)
@@ -93,7 +93,7 @@ def _chat(s: Any, title: str, owner: User, project: Project | None, minute: int)
     return chat
 
 
-def _task(s: Any, name: str, chat: Chat, owner: User) -> ScheduledTask:  # noqa: ANN401
+def _task(s: Any, name: str, chat: Chat, owner: User) -> ScheduledTask:
     task = ScheduledTask(chat_id=chat.id, project_id=chat.project_id, owner=owner.email, name=name, prompt="check",
                          schedule=json.dumps({"kind": "interval", "every_seconds": 3600}), status="active",
                          next_run_at=CLOCK.now() + dt.timedelta(hours=1), created_at=T0, updated_at=T0)
@@ -103,7 +103,7 @@ def _task(s: Any, name: str, chat: Chat, owner: User) -> ScheduledTask:  # noqa:
     return task
 
 
-def _grant(s: Any, owner: User, chat: Chat) -> None:  # noqa: ANN401
+def _grant(s: Any, owner: User, chat: Chat) -> None:
     s.add(Grant(token_hash=auth.digest(f"grant {owner.email} {chat.title}"), scope="manage", owner_id=owner.id,
                 chat_id=chat.id, project_id=chat.project_id, created_at=CLOCK.now(),
                 expires_at=CLOCK.now() + dt.timedelta(hours=1)))
@@ -143,7 +143,7 @@ def build_world(store: Database, workspaces: Path) -> World:
         world.sessions[name] = auth.create_session(store, CLOCK, world.users[name], 3600)
         world.tokens[name] = auth.create_api_token(store, CLOCK, world.users[name], "laptop")
     auth.create_session(store, CLOCK, world.users["alice"], 3600)  # a second browser
-    auth.create_login_ticket(store, CLOCK, world.users["alice"])  # a login in flight
+    auth.create_login_ticket(store, CLOCK, world.users["alice"], "alice's browser")  # a login in flight
     for pid in world.projects.values():
         (workspaces / str(pid)).mkdir(parents=True)
         (workspaces / str(pid) / "notes.md").write_text("agent files")
@@ -285,7 +285,7 @@ def test_delete_user_removes_what_only_they_used_and_hands_on_the_rest(cli: Cli,
         f"passed on: project {shared} to dave@example.com; 2 chat(s) deleted")
     after = dump(store)
 
-    def kept(table: str, keep: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - a predicate
+    def kept(table: str, keep: Any) -> list[dict[str, Any]]:  # a predicate
         return [row for row in before[table] if keep(row)]
 
     solo_tasks = {world.tasks["solo"]}
@@ -329,8 +329,8 @@ def test_deleting_every_member_in_turn_leaves_consistent_tables(cli: Cli, store:
 
 
 def test_a_ticket_of_a_deleted_user_cannot_be_claimed(cli: Cli, store: Database, world: World) -> None:
-    ticket = auth.create_login_ticket(store, CLOCK, world.users["dave"])
+    ticket = auth.create_login_ticket(store, CLOCK, world.users["dave"], "dave's browser")
     ok(cli.run("delete-user", "--email", "dave@example.com"))
     tickets = [row for row in dump(store)["web_sessions"] if row["kind"] == SessionKind.TICKET.value]
     assert [row["user_id"] for row in tickets] == [world.users["alice"]]  # dave's went with him
-    assert auth.redeem_login_ticket(store, CLOCK, ticket, 3600) is None
+    assert auth.redeem_login_ticket(store, CLOCK, ticket, "dave's browser", 3600) == auth.TicketRefusal.EXPIRED

@@ -6,13 +6,14 @@ from fastapi.testclient import TestClient
 
 from app.api import behind_proxies, create_api
 from app.core import auth
-from tests.integration.apiclient import add_user
+from tests.integration.apiclient import BROWSER_NONCE, add_user, login_ticket
 
 
 def _claim(core, trusted: tuple[str, ...]) -> str:
     user = add_user(core, "proxy@example.com")
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
-    client = TestClient(behind_proxies(create_api(lambda: core, core.settings.request_max_bytes), trusted))
+    ticket = login_ticket(core, user.id)
+    client = TestClient(behind_proxies(create_api(lambda: core, core.settings.request_max_bytes), trusted),
+                        cookies={auth.LOGIN_COOKIE: BROWSER_NONCE})
     response = client.get(f"/auth/claim?ticket={ticket}", follow_redirects=False,
                           headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"})
     assert response.status_code == 303

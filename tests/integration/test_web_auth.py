@@ -12,12 +12,13 @@ from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from app.api import create_api
 from app.core import auth
 from app.core.clock import FakeClock
 from app.core.context import Core
-from app.core.errors import InvalidCredentials
+from app.core.errors import InvalidCredentials, InvalidInput
 from app.core.models import ApiToken, SessionKind, User, WebSession
-from tests.integration.apiclient import add_user, client_for, table_contents
+from tests.integration.apiclient import BROWSER_NONCE, add_user, client_for, login_ticket, table_contents
 
 PASSWORD = "password-1"  # what add_user's pre-computed hash verifies
 
@@ -58,7 +59,7 @@ def sessions(core: Core, kind: SessionKind) -> list[WebSession]:
 
 
 def test_claim_sets_an_httponly_lax_cookie_and_redirects_home(core: Core, user: User, client: TestClient) -> None:
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
+    ticket = login_ticket(core, user.id)
     response = claim(client, ticket)
     assert response.status_code == 303
     assert response.headers["location"] == "/"
@@ -73,7 +74,7 @@ def test_claim_sets_an_httponly_lax_cookie_and_redirects_home(core: Core, user: 
 
 
 def test_ticket_is_single_use(core: Core, user: User, client: TestClient) -> None:
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
+    ticket = login_ticket(core, user.id)
     assert claim(client, ticket).status_code == 303
     again = claim(client, ticket)
     assert again.headers["location"] == "/login?error=expired"
@@ -97,7 +98,7 @@ def test_session_token_is_not_a_ticket_and_a_ticket_is_not_a_session(core: Core,
     session = auth.create_session(core.db, core.clock, user.id, 3600)
     assert claim(client, session).headers["location"] == "/login?error=expired"
     assert auth.user_for_session(core.db, core.clock, session).id == user.id  # not burned by the attempt
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
+    ticket = login_ticket(core, user.id)
     assert auth.user_for_session(core.db, core.clock, ticket) is None
 
 
@@ -107,7 +108,7 @@ def test_session_token_is_not_a_ticket_and_a_ticket_is_not_a_session(core: Core,
 def test_ticket_expires(clocked_core: Core, fake_clock: FakeClock, age: int, accepted: bool) -> None:
     core = clocked_core
     user = add_user(core, "late@example.com")
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
+    ticket = login_ticket(core, user.id)
     fake_clock.advance(age)
     with client_for(core) as client:
         response = claim(client, ticket)
@@ -132,13 +133,90 @@ def test_session_expires_after_its_ttl(clocked_core: Core, fake_clock: FakeClock
     assert auth.user_for_session(core.db, core.clock, token) is None
 
 
+# -- the ticket is bound to the browser that logged in (SPEC §17) -------------------------------
+
+
+def test_a_ticket_claimed_by_another_browser_is_refused_and_burned(core: Core, user: User,
+                                                                   client: TestClient) -> None:
+    ticket = login_ticket(core, user.id)
+    with client_for(core) as other:
+        other.cookies.set(auth.LOGIN_COOKIE, "the nonce of another browser")
+        response = claim(other, ticket)
+    assert (response.status_code, response.headers["location"]) == (303, "/login?error=browser")
+    assert [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.SESSION_COOKIE)] == []
+    assert sessions(core, SessionKind.SESSION) == []
+    assert sessions(core, SessionKind.TICKET) == []  # it leaked: nobody may use it now
+    assert claim(client, ticket).headers["location"] == "/login?error=expired"  # the asker logs in again
+    assert sessions(core, SessionKind.SESSION) == []
+
+
+@pytest.mark.parametrize("cookie_header", [None, f"{auth.LOGIN_COOKIE}=",
+                                           f"{auth.LOGIN_COOKIE}={BROWSER_NONCE}; {auth.LOGIN_COOKIE}=planted"],
+                         ids=["no-cookie", "empty", "sent-twice"])
+def test_a_ticket_without_exactly_one_pre_login_cookie_is_refused(core: Core, user: User,
+                                                                   cookie_header: str | None) -> None:
+    ticket = login_ticket(core, user.id)
+    headers = {"cookie": cookie_header} if cookie_header is not None else {}
+    with TestClient(create_api(lambda: core, core.settings.request_max_bytes)) as bare:
+        response = bare.get("/auth/claim", params={"ticket": ticket}, headers=headers, follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, "/login?error=browser")
+    assert sessions(core, SessionKind.SESSION) == [] and sessions(core, SessionKind.TICKET) == []
+
+
+def test_the_ticket_row_keeps_only_the_digest_of_the_browsers_nonce(core: Core, user: User) -> None:
+    login_ticket(core, user.id)
+    [row] = sessions(core, SessionKind.TICKET)
+    assert row.binding_hash == hashlib.sha256(BROWSER_NONCE.encode()).hexdigest()
+    assert BROWSER_NONCE not in _database_text(core)
+
+
+def test_no_ticket_without_a_nonce(core: Core, user: User) -> None:
+    before = table_contents(core)
+    with pytest.raises(InvalidInput, match="pre-login cookie"):
+        auth.create_login_ticket(core.db, core.clock, user.id, "")
+    assert table_contents(core) == before
+
+
+# -- the pre-login cookie ----------------------------------------------------------------------
+
+PAGE_LOAD = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+def login_cookies(response) -> list[str]:  # an httpx response
+    return [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.LOGIN_COOKIE + "=")]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_page_load_without_the_pre_login_cookie_gets_a_fresh_one(core: Core, scheme: str) -> None:
+    nonces = []
+    for _ in range(2):
+        with TestClient(create_api(lambda: core, 65536), base_url=f"{scheme}://testserver") as bare:
+            [header] = login_cookies(bare.get("/login", headers=PAGE_LOAD))
+        first, *rest = [part.strip() for part in header.split(";")]
+        attributes = {name.lower(): value for name, _, value in (part.partition("=") for part in rest)}
+        assert "httponly" in attributes and attributes["samesite"].lower() == "lax" and attributes["path"] == "/"
+        assert int(attributes["max-age"]) >= 30 * 24 * 3600
+        assert ("secure" in attributes) == (scheme == "https")
+        nonces.append(first.split("=", 1)[1])
+    assert len(nonces[0]) >= 43 and nonces[0] != nonces[1]
+
+
+def test_the_pre_login_cookie_is_set_only_on_page_loads_of_browsers_without_one(core: Core,
+                                                                                client: TestClient) -> None:
+    assert login_cookies(client.get("/login", headers=PAGE_LOAD)) == []  # it has one: kept for every tab
+    with TestClient(create_api(lambda: core, 65536)) as bare:
+        assert login_cookies(bare.get("/api/health")) == []  # an API call is not a page load
+        assert login_cookies(bare.post("/auth/logout", headers=PAGE_LOAD, follow_redirects=False)) == []
+        assert len(login_cookies(bare.head("/", headers=PAGE_LOAD))) == 1
+
+
 # -- logout ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_logout_deletes_the_session_and_clears_the_cookie(core: Core, user: User, client: TestClient,
                                                           method: str) -> None:
-    token = cookie_attributes(claim(client, auth.create_login_ticket(core.db, core.clock, user.id)))["value"]
+    token = cookie_attributes(claim(client, login_ticket(core, user.id)))["value"]
     other = auth.create_session(core.db, core.clock, user.id, 3600)  # another browser stays logged in
     assert client.cookies.get(auth.SESSION_COOKIE) == token
 
@@ -209,7 +287,7 @@ def test_api_token_is_stored_only_as_its_sha256(core: Core, user: User) -> None:
 
 
 def test_session_and_ticket_are_stored_only_as_their_sha256(core: Core, user: User, client: TestClient) -> None:
-    ticket = auth.create_login_ticket(core.db, core.clock, user.id)
+    ticket = login_ticket(core, user.id)
     assert ticket not in _database_text(core)
     assert [row.token_hash for row in sessions(core, SessionKind.TICKET)] == [
         hashlib.sha256(ticket.encode()).hexdigest()]

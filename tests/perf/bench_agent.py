@@ -57,7 +57,7 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def _first_text_ms(rig: AgentRig, loop, started: float, known: set[int]) -> float:  # noqa: ANN001 - a Loop
+def _first_text_ms(rig: AgentRig, loop, started: float, known: set[int]) -> float:  # a Loop
     """Wait for the new fired run's first assistant_text; ms since ``started``."""
     deadline = started + SETTLE_S
     while time.monotonic() < deadline:
@@ -73,7 +73,7 @@ def _first_text_ms(rig: AgentRig, loop, started: float, known: set[int]) -> floa
     raise AssertionError("no assistant_text from the fired run")
 
 
-def _fire(rig: AgentRig, tasks: TaskService, task_id: int, loop, known: set[int]) -> float:  # noqa: ANN001
+def _fire(rig: AgentRig, tasks: TaskService, task_id: int, loop, known: set[int]) -> float:
     rig.model.play(text("Report: the build is green."))
     tasks.run_now(Actor(rig.user), task_id)
     started = time.monotonic()

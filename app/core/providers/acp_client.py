@@ -42,7 +42,7 @@ class TurnSink:
         self.items.put((kind, payload))
 
 
-def _dump(model: Any) -> dict[str, Any]:  # noqa: ANN401 - any SDK model
+def _dump(model: Any) -> dict[str, Any]:  # any SDK model
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
@@ -62,7 +62,7 @@ class AgentClient:
         self.costs: dict[str, float] = {}  # session → cumulative cost the agent last reported
 
     # -- the stream ---------------------------------------------------------------------------
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:  # noqa: ANN401
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         sink = self.turns.get(session_id)
         if sink is None:
             return
@@ -101,7 +101,7 @@ class AgentClient:
 
     # -- permissions ----------------------------------------------------------------------------
     async def request_permission(self, options: list[PermissionOption], session_id: str, tool_call: Any,
-                                 **kwargs: Any) -> RequestPermissionResponse:  # noqa: ANN401
+                                 **kwargs: Any) -> RequestPermissionResponse:
         sink = self.turns.get(session_id)
         if sink is None or sink.cancelled:  # after a cancel the protocol wants "cancelled"
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -125,13 +125,13 @@ class AgentClient:
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
 
     # -- what chatcron does not offer (its capabilities say so) ------------------------------------
-    async def read_text_file(self, **kwargs: Any) -> None:  # noqa: ANN401
+    async def read_text_file(self, **kwargs: Any) -> None:
         raise acp.RequestError.method_not_found("fs/read_text_file")
 
-    async def write_text_file(self, **kwargs: Any) -> None:  # noqa: ANN401
+    async def write_text_file(self, **kwargs: Any) -> None:
         raise acp.RequestError.method_not_found("fs/write_text_file")
 
-    async def create_terminal(self, **kwargs: Any) -> None:  # noqa: ANN401
+    async def create_terminal(self, **kwargs: Any) -> None:
         raise acp.RequestError.method_not_found("terminal/create")
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from app.core.models import Project
 from app.core.providers import openai
 from app.core.providers.acp_settings import ASK_LATER, POLICIES, AcpConfig
 from app.core.providers.base import Provider, ProviderError
-from app.core.providers.command import NO_COMMAND, CommandProvider, base_environment, split_command
+from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
 
 # key → expected type; one table for every provider so a project can switch provider and keep its values
@@ -73,11 +73,11 @@ def _validated(value: dict[str, object], where: str) -> dict[str, object]:
     return {key: item.strip() if isinstance(item, str) else item for key, item in value.items()}
 
 
-def _command(settings: Settings, options: Mapping[str, object], base_env: Mapping[str, str]) -> Provider:
+def _command(settings: Settings, options: Mapping[str, object]) -> Provider:
     line = str(options.get("command") or "") or settings.provider_command
     if not line.strip():
         raise ProviderError(NO_COMMAND)
-    return CommandProvider(split_command(line), base_env)
+    return CommandProvider(split_command(line), settings)
 
 
 def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
@@ -101,7 +101,10 @@ def checked_settings(provider: str, raw: Mapping[str, str]) -> dict[str, object]
     try:
         options = _validated(values, "set-provider")
         if provider == "acp":
-            _acp_choices(options)
+            agent, _, _ = _acp_choices(options)
+            check = presets.PRESETS[agent].check if agent else None
+            if check is not None:  # the preset's own settings (e.g. codex's base URL)
+                check({k: v for k, v in options.items() if isinstance(v, str)})
     except ProviderError as exc:
         raise InvalidInput("--setting", str(exc)) from None
     return values
@@ -152,7 +155,6 @@ class ProviderFactory:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.base_env = base_environment()  # taken once, like the settings
         self._agents = None  # the AgentPool, made (and the ACP SDK imported) by the first acp turn
 
     @property
@@ -169,16 +171,16 @@ class ProviderFactory:
         settings = self.settings
         name = (project.provider if project and project.provider else None) or settings.provider
         if name == "demo":
-            return DemoProvider(settings.demo_word_delay_seconds)
+            return DemoProvider(settings.demo_word_delay_seconds, settings)
         if name == "command":
-            return _command(settings, project_settings(project), self.base_env)
+            return _command(settings, project_settings(project))
         if name == "openai":
             return _openai(settings, project_settings(project))
         if name == "acp":
             config = acp_config(settings, project_settings(project))
             from app.core.providers.acp import AcpProvider  # the ACP SDK, loaded by the first acp turn
 
-            return AcpProvider(config, self.agents, settings, self.base_env)
+            return AcpProvider(config, self.agents, settings)
         raise ProviderError(f"unknown provider {name!r}")
 
     def close(self) -> None:

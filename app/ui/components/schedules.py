@@ -138,6 +138,8 @@ def _run(run: RunRow) -> rx.Component:
         rx.text("planned ", run.nominal, " · started ", run.actual, " (", run.late, ")", size="1",
                 color_scheme="gray", text_align="left"),
         rx.cond(run.error != "", rx.text(run.error, size="1", color_scheme="red", text_align="left")),
+        rx.cond(run.usage != "", rx.text(run.usage, size="1", color_scheme="gray", text_align="left",
+                                         custom_attrs={"data-testid": "run-usage"})),
         on_click=ScheduleState.show_run(run.run_id),
         disabled=run.run_id == "",
         aria_label="Show this fire in the transcript",

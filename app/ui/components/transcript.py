@@ -1,11 +1,35 @@
-"""Transcript rows and the composer of the chat page."""
+"""Transcript rows and the composer of the chat page.
+
+Rows come from app/ui/transcript.py (every row has the same keys). Assistant text is Markdown;
+tool calls are cards updated in place; thoughts and plans are folded; ``status`` is a quiet note.
+"""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from app.core.config import load_settings
+from app.ui.components.markdown import markdown
 from app.ui.state.chat import ChatState
+
+OUTPUT_MAX_HEIGHT = "18em"  # a long output scrolls inside its card
+KIND_ICONS = (("read", "file-text"), ("edit", "pencil"), ("delete", "trash-2"), ("move", "move"),
+              ("search", "search"), ("execute", "terminal"), ("think", "brain"), ("fetch", "globe"))
+STATUS_COLORS = (("pending", "gray"), ("in_progress", "blue"), ("completed", "grass"), ("failed", "red"),
+                 ("awaiting_approval", "amber"))
+_MONO = {"font_family": "var(--code-font-family)", "font_size": "var(--font-size-1)", "margin": "0",
+         "padding": "0.5em 0.7em", "border_radius": "6px", "background": "var(--gray-a3)", "overflow": "auto",
+         "white_space": "pre", "max_width": "100%"}
+# A flex summary loses the browser's marker: a chevron of our own turns when the details open.
+_SUMMARY = {"cursor": "pointer", "display": "flex", "align_items": "center", "gap": "0.4em", "padding": "0.45em 0.7em",
+            "font_size": "var(--font-size-2)", "color": "var(--gray-12)", "list_style": "none",
+            "&::-webkit-details-marker": {"display": "none"}}
+_DETAILS = {"& > summary .cc-chevron": {"transition": "transform 120ms"},
+            "&[open] > summary .cc-chevron": {"transform": "rotate(90deg)"}}
+
+
+def _attrs(row: dict, **extra: object) -> dict:
+    return {"data-testid": "event", "data-type": row["type"], "data-run-id": row["run_id"], **extra}
 
 
 def _scheduled(row: dict) -> rx.Component:
@@ -25,25 +49,119 @@ def _scheduled(row: dict) -> rx.Component:
                       font_size="var(--font-size-1)", color="var(--gray-11)", margin="0.4em 0 0",
                       padding="0.6em", background="var(--gray-a2)", border_radius="8px"),
         ),
-        align_self="flex-end", max_width="75%", padding="0.6em 0.9em", border_radius="12px",
-        background="var(--amber-2)", border="1px solid var(--amber-6)",
-        custom_attrs={"data-testid": "event", "data-type": row["type"], "data-run-id": row["run_id"]},
+        align_self="flex-end", max_width="min(75%, 40em)", padding="0.6em 0.9em", border_radius="12px",
+        background="var(--amber-2)", border="1px solid var(--amber-6)", overflow_wrap="anywhere",
+        custom_attrs=_attrs(row),
+    )
+
+
+def _assistant(row: dict) -> rx.Component:
+    return rx.box(
+        markdown(source=row["text"]),
+        align_self="flex-start", max_width="min(100%, 48em)", min_width="0", padding="0.6em 0.9em",
+        border_radius="12px", background="var(--gray-3)", custom_attrs=_attrs(row),
+    )
+
+
+def _folded(row: dict, testid: str, summary: rx.Component, *body: rx.Component, **attrs: object) -> rx.Component:
+    """A row folded behind a summary line (details/summary: keyboard and screen readers for free)."""
+    return rx.box(
+        rx.el.details(
+            rx.el.summary(rx.icon("chevron-right", size=14, class_name="cc-chevron", flex_shrink="0",
+                                  color="var(--gray-10)"), summary, style=_SUMMARY),
+            rx.vstack(*body, spacing="2", padding="0 0.7em 0.6em", width="100%", align="stretch"),
+            style=_DETAILS, custom_attrs={"data-testid": testid, **attrs},
+        ),
+        align_self="flex-start", width="min(100%, 48em)", min_width="0", border_radius="10px",
+        border="1px solid var(--gray-5)", background="var(--gray-1)", custom_attrs=_attrs(row),
+    )
+
+
+def _kind_icon(kind: rx.Var) -> rx.Component:
+    return rx.match(kind, *[(name, rx.icon(icon, size=14)) for name, icon in KIND_ICONS], rx.icon("wrench", size=14))
+
+
+def _section(label: str, text: rx.Var, testid: str, **style: object) -> rx.Component:
+    return rx.cond(text != "", rx.box(
+        rx.text(label, size="1", color_scheme="gray", weight="medium"),
+        rx.el.pre(text, custom_attrs={"data-testid": testid}, style={**_MONO, **style}),
+        width="100%", min_width="0",
+    ))
+
+
+def _tool(row: dict) -> rx.Component:
+    summary = rx.hstack(
+        _kind_icon(row["kind"]),
+        rx.text(row["title"], size="2", weight="medium", overflow_wrap="anywhere",
+                custom_attrs={"data-testid": "tool-title"}),
+        rx.badge(row["status_label"], color_scheme=rx.match(row["status"], *STATUS_COLORS, "gray"),
+                 variant="soft", size="1", custom_attrs={"data-testid": "tool-status"}),
+        align="center", spacing="2", flex_wrap="wrap", min_width="0",
+    )
+    return _folded(
+        row, "tool-card", summary,
+        _section("Input", row["input"], "tool-input"),
+        _section("Output", row["output"], "tool-output", max_height=OUTPUT_MAX_HEIGHT),
+        rx.cond(row["decision"] != "", rx.hstack(
+            rx.icon("shield-check", size=13, color="var(--gray-10)"),
+            rx.text(row["decision"], size="1", color_scheme="gray", custom_attrs={"data-testid": "tool-decision"}),
+            align="center", spacing="1",
+        )),
+        **{"data-status": row["status"], "data-kind": row["kind"], "data-tool-id": row["key"]},
+    )
+
+
+def _thought(row: dict) -> rx.Component:
+    summary = rx.hstack(rx.icon("brain", size=14, color="var(--gray-10)"),
+                        rx.text("Thinking", size="2", color_scheme="gray"), align="center", spacing="2")
+    body = rx.text(row["text"], white_space="pre-wrap", size="2", color="var(--gray-11)", overflow_wrap="anywhere")
+    return _folded(row, "thought", summary, body)
+
+
+def _plan(row: dict) -> rx.Component:
+    summary = rx.hstack(rx.icon("list-checks", size=14, color="var(--gray-10)"),
+                        rx.text(row["title"], size="2", color_scheme="gray"), align="center", spacing="2")
+    body = rx.text(row["body"], white_space="pre-wrap", size="2", overflow_wrap="anywhere")
+    return _folded(row, "plan", summary, body)
+
+
+def _status(row: dict) -> rx.Component:
+    return rx.hstack(
+        rx.icon("info", size=13, color="var(--gray-10)", flex_shrink="0"),
+        rx.text(row["text"], size="1", color_scheme="gray", custom_attrs={"data-testid": "status-note"}),
+        align="center", spacing="2", align_self="center", max_width="min(100%, 40em)", padding="0 0.5em",
+        custom_attrs=_attrs(row),
+    )
+
+
+def _usage(row: dict) -> rx.Component:
+    return rx.text(row["text"], size="1", color_scheme="gray", align_self="flex-start", margin_top="-0.5em",
+                   padding_left="0.9em", custom_attrs={"data-testid": "run-usage", "data-run-id": row["run_id"]})
+
+
+def _plain(row: dict) -> rx.Component:
+    kind = row["type"]
+    return rx.box(
+        rx.text(row["text"], white_space="pre-wrap", size="2"),
+        align_self=rx.cond(kind == "prompt", "flex-end", "flex-start"),
+        background=rx.match(kind, ("prompt", "var(--accent-4)"), ("error", "var(--red-3)"), "var(--gray-3)"),
+        color=rx.cond(kind == "error", "var(--red-11)", "inherit"),
+        padding="0.6em 0.9em", border_radius="12px", max_width="min(75%, 40em)", overflow_wrap="anywhere",
+        custom_attrs=_attrs(row),
     )
 
 
 def _event(row: dict) -> rx.Component:
-    kind = row["type"]
-    return rx.cond(
-        kind == "scheduled_prompt",
-        _scheduled(row),
-        rx.box(
-            rx.text(row["text"], white_space="pre-wrap", size="2"),
-            align_self=rx.cond(kind == "prompt", "flex-end", "flex-start"),
-            background=rx.match(kind, ("prompt", "var(--accent-4)"), ("error", "var(--red-3)"), "var(--gray-3)"),
-            color=rx.cond(kind == "error", "var(--red-11)", "inherit"),
-            padding="0.6em 0.9em", border_radius="12px", max_width="75%",
-            custom_attrs={"data-testid": "event", "data-type": kind, "data-run-id": row["run_id"]},
-        ),
+    return rx.match(
+        row["type"],
+        ("scheduled_prompt", _scheduled(row)),
+        ("assistant_text", _assistant(row)),
+        ("tool", _tool(row)),
+        ("thought", _thought(row)),
+        ("plan", _plan(row)),
+        ("status", _status(row)),
+        ("run_usage", _usage(row)),
+        _plain(row),
     )
 
 

@@ -14,6 +14,8 @@ from app.ui.state.session import AuthState, public
 
 WRONG = "Wrong email or password."
 EXPIRED = "That login link expired; log in again."
+OTHER_BROWSER = "That login link belongs to another browser; log in here."
+NO_NONCE = "This browser has no login cookie yet; reload the page, then log in (cookies must be allowed)."
 MAX_EMAIL = 320  # RFC 5321's longest address
 MAX_PASSWORD = 1024
 
@@ -24,7 +26,8 @@ class LoginState(AuthState):
     @rx.event
     @public
     def read_error(self):
-        self.error = EXPIRED if self.router.url.query_parameters.get("error") else ""
+        error = self.router.url.query_parameters.get("error")
+        self.error = (OTHER_BROWSER if error == auth.TicketRefusal.OTHER_BROWSER else EXPIRED) if error else ""
 
     @rx.event
     @public
@@ -32,6 +35,11 @@ class LoginState(AuthState):
         core = get_core()
         email = checks.text(form.get("email", ""), "email", MAX_EMAIL)
         password = checks.text(form.get("password", ""), "password", MAX_PASSWORD)
+        # The pre-login cookie this tab's socket was opened with: the ticket will work only there.
+        nonce = auth.cookie_value(self.router.headers.cookie, auth.LOGIN_COOKIE)
+        if not nonce:
+            self.error = NO_NONCE
+            return None
         try:
             user = await asyncio.to_thread(
                 auth.authenticate, core.db, email, password,
@@ -42,7 +50,7 @@ class LoginState(AuthState):
         except InvalidCredentials:
             self.error = WRONG
             return None
-        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id)
+        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id, nonce)
         self.error = ""
         # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
         return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")
