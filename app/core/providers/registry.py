@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from app.core.agents import presets
 from app.core.config import Settings
@@ -30,6 +31,9 @@ from app.core.providers.acp_settings import ASK_LATER, POLICIES, AcpConfig
 from app.core.providers.base import Provider, ProviderError
 from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
+
+if TYPE_CHECKING:
+    from app.core.providers.acp_pool import AgentPool
 
 # key → expected type; one table for every provider so a project can switch provider and keep its values
 SETTING_TYPES: dict[str, type] = {
@@ -158,7 +162,7 @@ class ProviderFactory:
         self._agents = None  # the AgentPool, made (and the ACP SDK imported) by the first acp turn
 
     @property
-    def agents(self):  # noqa: ANN201 - an AgentPool (imported late: the SDK is heavy to load)
+    def agents(self) -> AgentPool:  # imported late: the SDK is heavy to load
         if self._agents is None:
             from app.core.providers.acp_pool import AgentPool
 
