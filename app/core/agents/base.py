@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -20,7 +20,8 @@ class Preset:
     packages: dict[str, str]  # npm name → exact version
     argv: Callable[[Path], list[str]]  # install dir → the agent's command line
     env: Callable[[Path, Path, Mapping[str, str]], dict[str, str]]  # install dir, home, settings → variables
-    prepare_home: Callable[[Path, Mapping[str, str]], None] = _no_home
+    # home, settings → the paths it wrote (the provider gives them to a sandboxed agent's uid)
+    prepare_home: Callable[[Path, Mapping[str, str]], Sequence[Path] | None] = _no_home
     main_package: str = ""  # whose version ``version`` reports (default: the first package)
     # home, session id → the session's cumulative tokens ({"input_tokens", "output_tokens",
     # "cached_tokens"}), for an agent whose ACP side reports none (codex); differenced around a turn

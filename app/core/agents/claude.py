@@ -62,12 +62,14 @@ def _env(install_dir: Path, home: Path, settings: Mapping[str, str]) -> dict[str
     return {**QUIET, "CLAUDE_CODE_EXECUTABLE": str(native_binary(install_dir))}
 
 
-def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
     """Claude Code keeps ``~/.claude.json`` and a backup of it; with only the backup there the
     adapter refuses to start a session (auth_required), so the backup is restored first."""
     config, backup = home / ".claude.json", home / ".claude.json.backup"
     if backup.is_file() and not config.exists():
         shutil.copyfile(backup, config)
+        return [config]
+    return []
 
 
 PRESET = Preset(

@@ -170,11 +170,12 @@ def rules_text() -> str:
             f'prefix_rule(pattern=[[{programs}]], decision="prompt")\n')
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+    return path
 
 
 def _remove(path: Path) -> None:
@@ -182,7 +183,7 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
     """Write ``$CODEX_HOME/config.toml`` (and the catalog, the rules) for the project's settings.
 
     Codex refuses to start when ``CODEX_HOME`` does not exist. The rules file must be absent when
@@ -191,16 +192,18 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
     config = config_toml(settings)  # validates before anything is written
     folder = codex_home(home)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    written = [folder]
     model = _model(settings)
     if model and model not in BUNDLED_MODELS:
-        _write(folder / CATALOG, json.dumps(model_catalog(model), indent=1) + "\n")
+        written.append(_write(folder / CATALOG, json.dumps(model_catalog(model), indent=1) + "\n"))
     else:
         _remove(folder / CATALOG)
     if settings.get("tool_policy") != "allow":
-        _write(folder / RULES, rules_text())
+        written.append(_write(folder / RULES, rules_text()))
     else:
         _remove(folder / RULES)
-    _write(folder / "config.toml", config)
+    written.append(_write(folder / "config.toml", config))
+    return written
 
 
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")

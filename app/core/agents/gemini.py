@@ -67,11 +67,12 @@ def system_settings_path(home: Path) -> Path:
     return home / ".gemini" / SYSTEM_SETTINGS
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+    return path
 
 
 def user_settings(existing: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,21 +84,22 @@ def user_settings(existing: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
     """Write the product's system layer, and the QUIET keys into ``~/.gemini/settings.json`` too:
     0.61.0 reads the usage-statistics switch from the user's file only (with it only in the
     system layer, every start still sends statistics). A user file that is not plain JSON (Gemini
     CLI allows comments) is an admin's and is left as it is."""
-    _write_json(system_settings_path(home), system_settings(settings))
+    written = [_write_json(system_settings_path(home), system_settings(settings))]
     user = home / ".gemini" / "settings.json"
     try:
         existing = json.loads(user.read_text(encoding="utf-8"))
     except FileNotFoundError:
         existing = {}
     except (OSError, ValueError):
-        return
+        return written
     if isinstance(existing, dict):
-        _write_json(user, user_settings(existing))
+        written.append(_write_json(user, user_settings(existing)))
+    return written
 
 
 PRESET = Preset(

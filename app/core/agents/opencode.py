@@ -106,7 +106,7 @@ def _env(install_dir: Path, home: Path, settings: Mapping[str, str]) -> dict[str
     return env
 
 
-def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
+def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
     """Keep opencode from installing ``@opencode-ai/plugin`` from the npm registry at every start.
 
     For each config folder it runs a background ``npm install`` unless the folder has a
@@ -116,11 +116,12 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> None:
     """
     folder = home / ".config" / "opencode"
     if (folder / "node_modules").exists():
-        return
+        return []
     (folder / "node_modules").mkdir(parents=True, mode=0o700)
     lock = {"name": "opencode-config", "lockfileVersion": 3, "requires": True,
             "packages": {"": {"dependencies": {"@opencode-ai/plugin": VERSION}}}}
     (folder / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
+    return [folder / "node_modules", folder / "package-lock.json"]
 
 
 PRESET = Preset(

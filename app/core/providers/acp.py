@@ -38,7 +38,7 @@ from app.core.providers.acp_pool import AgentPool
 from app.core.providers.acp_settings import AcpConfig
 from app.core.providers.acp_turn import TurnControl, TurnPlan, run_turn
 from app.core.providers.base import Emit, ProviderError, TurnRequest, TurnStream, stream_of
-from app.core.sandbox.dirs import switches_uid
+from app.core.sandbox.dirs import hand_over_written, switches_uid
 from app.core.workspace import agent_home, agent_token_file, loose_agent_dirs
 
 
@@ -75,7 +75,8 @@ class AcpProvider:
         home, cwd, token_file = self._dirs(request)
         env = self._environment(home, token_file)
         if self.config.preset is not None:
-            self.config.preset.prepare_home(home, self.config.options)
+            written = self.config.preset.prepare_home(home, self.config.options)
+            hand_over_written(self.settings, home, written or ())  # sandboxed: the agent's uid must own them
         read_only = [p for p in (self.config.install_dir, token_file.parent if token_file else None) if p]
         argv = self.config.argv
 

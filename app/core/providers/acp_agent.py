@@ -55,6 +55,7 @@ class WarmAgent:
         self.sessions: dict[str, int | None] = {}  # open here → the last run this process ran in it
         self.stale: set[str] = set()  # open here but out of step (after a cancel): reopen first
         self.models: dict[str, str] = {}  # session → the model chosen for it here
+        self.sandboxed = False  # bwrap in between: its exit status 128+N is the agent's signal N
         self.busy = False
         self.transient = False  # over the process cap: closed after its turn
         self.last_used = time.monotonic()
@@ -79,6 +80,7 @@ class WarmAgent:
             launch.close()  # the sandbox's fds (environment, passwd) are the child's now
         conn = ClientSideConnection(client, proc.stdin, proc.stdout, observers=[client.observe])
         agent = cls(key, proc, conn, client)
+        agent.sandboxed = launch.sandboxed
         agent._stderr_task = asyncio.get_running_loop().create_task(agent._read_stderr())
         try:
             agent.init = await agent.call(agent.conn.initialize(
@@ -135,6 +137,8 @@ class WarmAgent:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
         code = self.proc.returncode
+        if code is not None and self.sandboxed and 128 < code < 128 + 65:
+            code = 128 - code  # bwrap reports a child killed by signal N as 128+N, like a shell
         if code is None:
             what = f"the agent stopped answering: {why}"
         elif code < 0:

@@ -29,6 +29,7 @@ from app.core.sandbox import bwrap, probe
 from app.core.sandbox.dirs import (
     SandboxError,
     hand_over,
+    hand_over_written,
     prepare_data_dir,
     require_reachable,
     scratch,
@@ -36,7 +37,7 @@ from app.core.sandbox.dirs import (
 )
 from app.core.sandbox.exits import explain_exit
 
-__all__ = ["Launch", "SandboxError", "explain_exit", "hand_over", "health", "log_mode", "prepare",
+__all__ = ["Launch", "SandboxError", "explain_exit", "hand_over", "hand_over_written", "health", "log_mode", "prepare",
            "prepare_data_dir", "scratch"]
 
 log = logging.getLogger("chatcron.sandbox")

@@ -14,7 +14,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -123,6 +123,24 @@ def hand_over(settings: Settings, folder: Path) -> None:
             os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
     os.chown(folder, uid, gid, follow_symlinks=False)
     os.chmod(folder, 0o700)
+
+
+def hand_over_written(settings: Settings, home: Path, paths: Sequence[Path]) -> None:
+    """Give the agent uid what the server just wrote into its (handed-over) ``home``: each path and
+    the folders between it and ``home`` (a preset's config files, rewritten before every start).
+    Links are not followed, and nothing outside ``home`` is touched."""
+    if not switches_uid(settings):
+        return
+    uid, gid = settings.agent_uid, settings.agent_gid
+    base = home.resolve()
+    for path in paths:
+        if not path.resolve().is_relative_to(base):
+            continue
+        chain = [path, *path.parents]
+        for item in chain[:chain.index(home)] if home in chain else [path]:
+            with contextlib.suppress(FileNotFoundError):
+                if item.lstat().st_uid != uid:
+                    os.chown(item, uid, gid, follow_symlinks=False)
 
 
 @contextlib.contextmanager
