@@ -18,6 +18,7 @@ from app.core.context import Core, build_core
 from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
+from app.core.providers.registry import checked_settings
 from app.schedules.service import forget_chats
 
 MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
@@ -122,7 +123,7 @@ def run(argv: Sequence[str], core: Core) -> int:
     elif args.command == "seed-demo":
         print(seed_demo(core))
     elif args.command == "set-provider":
-        values = dict(_setting(item) for item in args.setting)
+        values = checked_settings(args.provider, dict(_setting(item) for item in args.setting))
         projects.set_provider(core.db, args.project, args.provider, values)
         print(f"project {args.project} now uses the {args.provider} provider")
     elif args.command == "install-agent":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up from nothing: venv + pinned packages, bun, and (with --test) Debian's Chromium.
+# Idempotent set-up from nothing: venv + pinned packages, bun, Debian's bubblewrap and python3 (the agent
+# sandbox and the remote-schedule CLI inside it), and (with --test) Debian's Chromium.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -24,16 +25,31 @@ if [ ! -x "$REFLEX_BUN_PATH" ]; then
   say "installing bun $BUN_VERSION from the npm registry"
   npm install --prefix .tools --no-audit --no-fund --silent "@oven/bun-linux-x64@$BUN_VERSION"
 fi
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+apt_updated=""
+apt_install() {  # Debian packages, with one `apt-get update` per run
+  if [ -z "$apt_updated" ]; then $SUDO apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+# Every agent runs in a bubblewrap sandbox (CHATCRON_AGENT_SANDBOX=off runs them unfenced instead);
+# inside it only the system's /usr is visible, so the workspace's remote-schedule needs /usr/bin/python3.
+if [ "${CHATCRON_AGENT_SANDBOX:-bwrap}" != "off" ]; then
+  missing=()
+  [ -x /usr/bin/bwrap ] || missing+=(bubblewrap)
+  [ -x /usr/bin/python3 ] || missing+=(python3)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing Debian's ${missing[*]} for the agent sandbox"
+    apt_install "${missing[@]}"
+  fi
+fi
 if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then
   say "installing Debian's Chromium for the browser tests"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
 fi
 if [ "${1:-}" = "--test" ]; then
   # The test suite's agents (SPEC §11), through the product's own command, into one shared folder
   # the tests read (CHATCRON_AGENTS_DIR): a no-op once installed.
-  for agent in claude; do
+  for agent in claude codex gemini opencode; do
     CHATCRON_DATA_DIR="$ROOT/.tools/agents-data" CHATCRON_AGENTS_DIR="$ROOT/.tools/agents" \
       .venv/bin/python -m app.manage install-agent "$agent" | sed 's/^/[setup] /'
   done

@@ -6,6 +6,11 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import shlex
+import shutil
+import sys
+import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,9 +66,33 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     _drop_schema(base, schema)
 
 
+@contextlib.contextmanager
+def open_tmp(prefix: str = "chatcron-test-") -> Iterator[Path]:
+    """A temporary folder the agent sandbox can reach, removed afterwards.
+
+    Sandboxed agents run as their own uid, which must traverse every folder above the data dir;
+    pytest's own temporary folders sit under a 0700 ``pytest-of-<user>`` that pytest resets at
+    every session start, so the data dirs of tests that start agents live here instead (0711:
+    traversable, not listable).
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(folder, 0o711)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
-def settings(tmp_path: Path, db_url: str) -> Settings:
-    return Settings(data_dir=tmp_path / "data", database_url=db_url, demo_word_delay_seconds=0.0,
+def data_root() -> Iterator[Path]:
+    """A folder for one test's data dir (``<data_root>/data``) that sandboxed agents can reach."""
+    with open_tmp() as folder:
+        yield folder
+
+
+@pytest.fixture
+def settings(data_root: Path, db_url: str) -> Settings:
+    return Settings(data_dir=data_root / "data", database_url=db_url, demo_word_delay_seconds=0.0,
                     run_lease_seconds=5, min_interval_seconds=60)
 
 
@@ -100,6 +129,22 @@ def with_settings(settings: Settings, **changes: object) -> Settings:
     return dataclasses.replace(settings, **changes)
 
 
+SYSTEM_PYTHON = "/usr/bin/python3"  # agent scripts: the server's interpreter is not visible in the sandbox
+
+
+def agent_script(settings: Settings, body: str, name: str = "agent.py", *args: str) -> tuple[Settings, str]:
+    """Write an agent script beside the data dir (``<data_root>/agent-bin``, bound read-only into
+    the sandbox) and return settings that show it to agents, and its command line."""
+    agent_bin = settings.data_dir.parent / "agent-bin"
+    agent_bin.mkdir(exist_ok=True)
+    os.chmod(agent_bin, 0o755)
+    (agent_bin / name).write_text(textwrap.dedent(body), encoding="utf-8")
+    python = SYSTEM_PYTHON if settings.agent_sandbox == "bwrap" else sys.executable
+    shown = settings.agent_read_only_paths + ((agent_bin,) if agent_bin not in settings.agent_read_only_paths else ())
+    return (with_settings(settings, agent_read_only_paths=shown),
+            shlex.join([python, str(agent_bin / name), *args]))
+
+
 @contextlib.contextmanager
 def database_core(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
                   clock=None, **changes: object) -> Iterator[Core]:
@@ -115,12 +160,14 @@ def database_core(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         if base is None:
             pytest.skip(f"PostgreSQL variant SKIPPED: {PG_ENV} is not set (CI sets it)")
         url, schema = _pg_schema_url(base)
-    settings = Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0, run_lease_seconds=5)
-    core = make_core(dataclasses.replace(settings, **changes), clock)
-    try:
-        yield core
-    finally:
-        core.prompts.shutdown(2.0)
-        core.db.dispose()
-        if schema is not None:
-            _drop_schema(base, schema)
+    with open_tmp() as reachable:  # the data dir where sandboxed agents can reach their workspace
+        settings = Settings(data_dir=reachable / "data", database_url=url, demo_word_delay_seconds=0.0,
+                            run_lease_seconds=5)
+        core = make_core(dataclasses.replace(settings, **changes), clock)
+        try:
+            yield core
+        finally:
+            core.prompts.shutdown(2.0)
+            core.db.dispose()
+            if schema is not None:
+                _drop_schema(base, schema)

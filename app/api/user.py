@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
-from app.core import chats, projects, runs
+from app.core import chats, projects, runs, sandbox
 from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
@@ -56,7 +56,7 @@ def health(core: CoreDep) -> dict[str, Any]:
     if db == "ok":
         alive, last = scheduler_beat(core)
     return {"status": "ok" if db == "ok" else "degraded", "db": db,
-            "scheduler": {"alive": alive, "last_beat": rfc3339(last)}}
+            "scheduler": {"alive": alive, "last_beat": rfc3339(last)}, **sandbox.health(core.settings)}
 
 
 @router.get("/projects")

@@ -20,6 +20,11 @@ class ConfigError(ValueError):
 
 
 PROVIDERS = ("demo", "command", "openai", "acp")
+SANDBOXES = ("bwrap", "off")
+GiB = 1 << 30
+# Certificate variables an agent CLI needs behind a TLS-inspecting egress proxy (node reads only
+# NODE_EXTRA_CA_CERTS, not the system store): passed into the agent's environment when set.
+CA_VARIABLES = ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
 def _int(minimum: int) -> Callable[[str, str], int]:
@@ -59,6 +64,28 @@ def _provider(name: str, raw: str) -> str:
     if value not in PROVIDERS:
         raise ConfigError(f"{name}: {value!r} is not one of {', '.join(PROVIDERS)}")
     return value
+
+
+def _sandbox(name: str, raw: str) -> str:
+    value = raw.strip()
+    if value not in SANDBOXES:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(SANDBOXES)}")
+    return value
+
+
+def _paths(name: str, raw: str) -> tuple[Path, ...]:
+    """Absolute paths separated by ':' (like PATH); '/' itself is refused (it would bind everything)."""
+    out = []
+    for item in (x.strip() for x in raw.split(":")):
+        if not item:
+            continue
+        path = Path(item)
+        if not path.is_absolute():
+            raise ConfigError(f"{name}: {item!r} is not an absolute path")
+        if path == Path("/"):
+            raise ConfigError(f"{name}: '/' would show the agent the whole file system")
+        out.append(path)
+    return tuple(out)
 
 
 def _origins(name: str, raw: str) -> tuple[str, ...]:
@@ -107,6 +134,17 @@ class Settings:
     login_max_failures_per_address: int = 20
     login_window_seconds: int = 900
     test_postgres_url: str = ""
+    # the agent sandbox (SPEC §12): every agent process runs in bubblewrap unless this is "off"
+    agent_sandbox: str = "bwrap"
+    agent_uid: int = 65534
+    agent_gid: int = 65534
+    agent_max_procs: int = 256
+    agent_max_file_bytes: int = GiB
+    # enforced as RLIMIT_DATA, not RLIMIT_AS: node reserves ~10 GiB of address space per
+    # WebAssembly memory (its fetch does), so an address-space limit breaks node agents
+    agent_max_memory_bytes: int = 4 * GiB
+    agent_read_only_paths: tuple[Path, ...] = ()  # extra host paths bound read-only (agent CLIs)
+    agent_ca_env: tuple[tuple[str, str], ...] = ()  # CA_VARIABLES found in the server's environment
     agents_dir_override: Path | None = None  # CHATCRON_AGENTS_DIR; default <data-dir>/agents
     agent_idle_seconds: int = 300
     max_agent_processes: int = 8
@@ -123,6 +161,16 @@ class Settings:
     def workspaces_dir(self) -> Path:
         """Folder holding one workspace per project."""
         return self.data_dir / "workspaces"
+
+    @property
+    def agent_homes_dir(self) -> Path:
+        """Folder holding one agent home (the agents' HOME) per project."""
+        return self.data_dir / "agent-homes"
+
+    @property
+    def agent_tokens_dir(self) -> Path:
+        """Folder holding one schedule-token folder per chat (SCHEDULE_API_TOKEN_FILE)."""
+        return self.data_dir / "agent-tokens"
 
     @property
     def agents_dir(self) -> Path:
@@ -165,6 +213,13 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
     "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
+    "AGENT_SANDBOX": ("agent_sandbox", _sandbox),
+    "AGENT_UID": ("agent_uid", _int(1)),  # never 0: the agent must not be root
+    "AGENT_GID": ("agent_gid", _int(1)),
+    "AGENT_MAX_PROCS": ("agent_max_procs", _int(16)),  # fewer and the sandbox itself cannot start
+    "AGENT_MAX_FILE_BYTES": ("agent_max_file_bytes", _int(1 << 20)),
+    "AGENT_MAX_MEMORY_BYTES": ("agent_max_memory_bytes", _int(64 << 20)),
+    "AGENT_READ_ONLY_PATHS": ("agent_read_only_paths", _paths),
     "ALLOWED_ORIGINS": ("allowed_origins", _origins),
 }
 
@@ -179,7 +234,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raw = env.get(PREFIX + suffix)
         if raw is not None and raw.strip() != "":
             values[field] = parse(PREFIX + suffix, raw)
-    settings = Settings(**values)
+    ca = tuple((name, env[name].strip()) for name in CA_VARIABLES if env.get(name, "").strip())
+    settings = Settings(**values, agent_ca_env=ca)
+    data = settings.data_dir.resolve()
+    for path in settings.agent_read_only_paths:
+        if data.is_relative_to(path) or path.is_relative_to(data):
+            raise ConfigError(f"{PREFIX}AGENT_READ_ONLY_PATHS: {path} overlaps the data dir {data}; "
+                              "the agent must never see the database or other projects")
     if settings.provider == "command" and not settings.provider_command:
         raise ConfigError("CHATCRON_PROVIDER_COMMAND: required when CHATCRON_PROVIDER is 'command'")
     return settings

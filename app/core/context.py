@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+from app.core import sandbox
 from app.core.clock import Clock, SystemClock
 from app.core.config import Settings, load_settings
 from app.core.db import Database
@@ -24,7 +25,8 @@ def build_core(settings: Settings | None = None, clock: Clock | None = None) -> 
     """Wire the core for this process (reads the environment only when ``settings`` is None)."""
     settings = settings or load_settings()
     clock = clock or SystemClock()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    sandbox.prepare_data_dir(settings)  # before the database opens: its file is made 0600
+    sandbox.log_mode(settings)
     db = Database(settings.db_url)
     prompts = PromptService(db, clock, settings, make_provider_factory(settings))
     return Core(settings=settings, clock=clock, db=db, prompts=prompts)

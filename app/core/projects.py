@@ -63,7 +63,7 @@ def get_project(db: Database, user: User, project_id: int) -> Project:
         return project
 
 
-def set_provider(db: Database, project_id: int, provider: str, settings: dict[str, str]) -> Project:
+def set_provider(db: Database, project_id: int, provider: str, settings: dict[str, object]) -> Project:
     """Set a project's provider and its settings (stored as a JSON object); NotFound for a bad id."""
     with db.write() as s:
         project = s.get(Project, project_id)

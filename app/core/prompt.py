@@ -34,6 +34,7 @@ from app.core.runs import (
     renew_heartbeats,
     run_outcome_in,
 )
+from app.core.sandbox import hand_over
 from app.core.timers import TIMERS, Workers
 from app.core.turn_writer import TurnWriter
 from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
@@ -144,6 +145,7 @@ class PromptService:
         if project.id in checked:
             return checked[project.id]
         workspace = ensure_workspace(self.settings.workspaces_dir, project.id)
+        hand_over(self.settings, workspace)  # the agent owns its workspace (sandboxed: its uid)
         if self._needs_tools(chat, spec):
             checked[project.id] = workspace
             rewritten = publish_assets(workspace)

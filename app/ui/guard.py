@@ -123,6 +123,12 @@ def frame_limit(settings: Settings) -> int:
     return 2 * settings.prompt_max_bytes + 32 * 1024
 
 
+def _short(name: str) -> str:
+    """``chat_state.send`` for a log line, from Reflex's long dotted state path."""
+    state, _, handler = name.rpartition(".")
+    return f"{state.rpartition('.')[2].rpartition('____')[2][:60]}.{handler[:60]}"
+
+
 def refusal(exc: InvalidInput) -> EventSpec:
     return rx.toast.warning(f"{REFUSED} ({exc.message}).", id=TOAST_ID, position="top-center")
 
@@ -138,7 +144,7 @@ class EventGuard(Middleware):
         try:
             check_event(event.name, event.payload, fn, state_cls)
         except InvalidInput as exc:
-            log.warning("action=ws_refused event=%s reason=%r", event.name[-80:], exc.message[:200])
+            log.warning("action=ws_refused event=%s reason=%r", _short(event.name), exc.message[:200])
             return StateUpdate(events=Event.from_event_type(refusal(exc)))
         CURRENT_USER.set(None)
         if not issubclass(state_cls, AuthState) or getattr(fn, PUBLIC_MARK, False):

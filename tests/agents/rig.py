@@ -93,10 +93,11 @@ def build_rig(settings: Settings, model: AnthropicServer, *, skill: bool = True,
 
 
 def reopen(rig: AgentRig) -> AgentRig:
-    """The same data dir and database with a new core: a restart of the process."""
+    """The same data dir and database with a new core and API server: a restart of the process
+    (the rig is changed in place, so whoever closes it closes the new ones)."""
     rig.core.prompts.shutdown(5.0)
     rig.api.close()
     rig.core.db.dispose()
-    core = make_core(rig.core.settings)
-    api = ApiServer(core, rig.api.port)
-    return dataclasses.replace(rig, core=core, api=api)
+    rig.core = make_core(rig.core.settings)
+    rig.api = ApiServer(rig.core, rig.api.port)
+    return rig

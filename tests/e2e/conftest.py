@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import open_tmp
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -47,6 +49,9 @@ class Server:
     def __init__(self, url: str, env: dict[str, str]) -> None:
         self.url = url
         self.env = env
+        self.pid = 0  # the `reflex run` process (its workers are its descendants)
+        self.log = Path()
+        self.started = 0.0  # time.time() when it was started
 
     def manage(self, *args: str) -> str:
         out = subprocess.run([sys.executable, "-m", "app.manage", *args], env=self.env, cwd=ROOT,
@@ -55,8 +60,16 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("e2e-data")
+def e2e_root() -> Iterator[Path]:
+    """Where the served data dir lives: reachable by the sandboxed agents' uid (see open_tmp)."""
+    with open_tmp("chatcron-e2e-") as folder:
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def server(e2e_root: Path) -> Iterator[Server]:
+    data = e2e_root / "e2e-data"
+    data.mkdir()
     port = free_port()
     env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
            "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)}
@@ -68,12 +81,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with (data / "scheduler.log").open("w") as out:
         scheduler = subprocess.Popen([sys.executable, "-m", "scheduler"], cwd=ROOT, env=env, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+    server.log, server.started = log, time.time()
     with log.open("w") as out:
         proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "reflex"), "run", "--env", "prod", "--frontend-port", str(port),
              "--backend-port", str(port), "--backend-host", "127.0.0.1"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
+    server.pid = proc.pid
     try:
         _wait_healthy(server.url, proc, log)
         yield server

@@ -88,6 +88,20 @@ def sized(request: pytest.FixtureRequest, browser: Browser, server) -> Iterator[
         context.close()
 
 
+SAMPLE_JS = """({selector, index}) => {
+  window.__samples = [];
+  window.__sampling = true;
+  const tick = () => {
+    const el = document.querySelector('[data-testid="transcript"]');
+    const reply = document.querySelectorAll(selector)[index];
+    const length = reply ? reply.textContent.length : 0;
+    if (length) window.__samples.push({length, gap: el.scrollHeight - el.scrollTop - el.clientHeight});
+    if (window.__sampling) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
 def _measure(page: Page) -> dict:
     return page.evaluate(MEASURE_JS)
 
@@ -116,20 +130,12 @@ def _shot(page: Page, tmp_path: Path, name: str) -> Path:
     return path
 
 
-def _stream(page: Page, reply_index: int, until: str, on_sample) -> list[int]:
-    """Sample while reply number ``reply_index`` grows to ``until``; returns the lengths seen."""
-    reply = page.locator(REPLY).nth(reply_index)
-    seen: list[int] = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        text = reply.text_content() if reply.count() else ""
-        if text:
-            seen.append(len(text))
-            on_sample(_measure(page))
-        if text == until:
-            return seen
-        page.wait_for_timeout(40)
-    raise AssertionError(f"reply never reached {until!r}; lengths seen {seen}")
+def _stream(page: Page, reply_index: int, until: str) -> list[dict]:
+    """Samples {length of reply ``reply_index``, gap} taken by the page on every animation frame
+    while the reply grows to ``until`` (in the page, so a slow test process misses no frame)."""
+    page.evaluate(SAMPLE_JS, {"selector": REPLY, "index": reply_index})
+    expect(page.locator(REPLY).nth(reply_index)).to_have_text(until, timeout=30_000)
+    return page.evaluate("() => { window.__sampling = false; return window.__samples; }")
 
 
 def test_a_long_chat_opens_at_its_newest_entry(sized: Page, long_chat: History, tmp_path: Path) -> None:
@@ -161,12 +167,11 @@ def test_sending_and_a_streaming_turn_keep_the_newest_entry_in_view(
     _expect_pinned(sized)
     expect(sized.locator("[data-testid=event][data-type=prompt]").last).to_be_in_viewport()
 
-    gaps: list[int] = []
-    full = f"{SLEPT}Demo agent here. You said: {words}"
-    seen = _stream(sized, long_chat.replies, full, lambda m: gaps.append(m["gap"]))
+    samples = _stream(sized, long_chat.replies, f"{SLEPT}Demo agent here. You said: {words}")
     long_chat.replies += 1
-    assert len({n for n in seen if n < seen[-1]}) >= 3, f"the reply did not stream: lengths {seen}"
-    assert max(gaps) <= PINNED_PX, f"the streaming reply left the view: gaps {gaps}"
+    lengths = [s["length"] for s in samples]
+    assert len(set(lengths)) >= 3, f"the reply did not stream: lengths {sorted(set(lengths))}"
+    assert max(s["gap"] for s in samples) <= PINNED_PX, f"the streaming reply left the view: {samples}"
     _expect_pinned(sized)
     expect(sized.get_by_test_id("agent-working")).to_be_hidden()
     _expect_pinned(sized)
@@ -201,9 +206,7 @@ def test_a_reader_who_scrolled_up_stays_put_and_can_jump_back(
     jump.click()
     expect(jump).to_be_hidden()
     _expect_pinned(sized)
-    gaps: list[int] = []
-    full = f"{SLEPT}Demo agent here. You said: {words}"
-    _stream(sized, long_chat.replies, full, lambda m: gaps.append(m["gap"]))
+    samples = _stream(sized, long_chat.replies, f"{SLEPT}Demo agent here. You said: {words}")
     long_chat.replies += 1
-    assert max(gaps) <= PINNED_PX, f"after jump-to-latest the stream left the view: gaps {gaps}"
+    assert max(s["gap"] for s in samples) <= PINNED_PX, f"after jump-to-latest the stream left the view: {samples}"
     _finish(server, token, run)

@@ -16,6 +16,7 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -142,18 +143,16 @@ def test_a_restart_of_both_processes_between_turns_loses_nothing(rig: AgentRig, 
     first = finished(rig.core.prompts.start(rig.chat, "Remember: the release is on Friday."))
     assert first.status == RunStatus.SUCCEEDED, first
     session = rig.chat_row().provider_session_id
-    again = reopen(rig)  # new prompt service, provider factory and agents: nothing warm survives
-    try:
-        model.play(text("It is on Friday."))
-        second = finished(again.core.prompts.start(again.chat, "When is the release?"))
-        assert second.status == RunStatus.SUCCEEDED, second
-        assert second.output == "It is on Friday." and second.session_id == session
-        said = user_texts(model.main_requests()[-1])
-        assert said[0] == "Remember: the release is on Friday." and said[-1] == "When is the release?"
-        assert "status" not in [e.type for e in again.events(second.run_id)]
-    finally:
-        again.close()
-        rig.api = again.api  # closed already; the fixture's close is then harmless
+    old_core = rig.core
+    reopen(rig)  # new prompt service, provider factory and agents: nothing warm survives
+    assert rig.core is not old_core and rig.pool.pids() == {}
+    model.play(text("It is on Friday."))
+    second = finished(rig.core.prompts.start(rig.chat, "When is the release?"))
+    assert second.status == RunStatus.SUCCEEDED, second
+    assert second.output == "It is on Friday." and second.session_id == session
+    said = user_texts(model.main_requests()[-1])
+    assert said[0] == "Remember: the release is on Friday." and said[-1] == "When is the release?"
+    assert "status" not in [e.type for e in rig.events(second.run_id)]
 
 
 # -- the agent misbehaves, the policy refuses, the session is gone (the store does not matter) ------
@@ -175,6 +174,20 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (in the sandbox the pool's pid is bubblewrap, the agent below it)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
 
 
 def warm_up(rig: AgentRig, model: AnthropicServer) -> int:
@@ -237,10 +250,12 @@ def test_a_hung_agent_is_cancelled_at_the_timeout_then_killed(quick_rig: AgentRi
     model.play(stall())
     handle = rig.core.prompts.start(rig.chat, "Take your time.")
     wait_for(model.stalling.is_set, WAIT, "the model call")
-    os.kill(pid, signal.SIGSTOP)  # deaf to session/cancel
+    stopped = tree(pid)
+    for each in stopped:  # the agent and everything it runs: deaf to session/cancel
+        os.kill(each, signal.SIGSTOP)
     result = finished(handle)
     assert result.status == RunStatus.FAILED and result.error == "timed out after 2 s", result
-    wait_for(lambda: not alive(pid), 10, "the hung agent to be killed")
+    wait_for(lambda: not any(alive(each) for each in stopped), 10, "the hung agent to be killed")
     assert rig.chat not in rig.pool.pids()
 
 

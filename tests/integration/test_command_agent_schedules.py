@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -16,7 +14,7 @@ from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import RunStatus
 from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
-from tests.conftest import make_core, with_settings
+from tests.conftest import agent_script, make_core, with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer, free_port
 
@@ -34,12 +32,12 @@ AGENT = textwrap.dedent("""
 
 
 @pytest.fixture
-def agent_core(settings: Settings, tmp_path: Path) -> Iterator[tuple[Core, ApiServer]]:
-    script = tmp_path / "agent.py"
-    script.write_text(AGENT, encoding="utf-8")
+def agent_core(settings: Settings) -> Iterator[tuple[Core, ApiServer]]:
+    """The agent runs in the sandbox (the default): the CLI reaches the API over loopback from there."""
+    settings, line = agent_script(settings, AGENT)
     port = free_port()
     core = make_core(with_settings(settings, api_url=f"http://127.0.0.1:{port}", provider="command",
-                                   provider_command=f"{sys.executable} {script}"))
+                                   provider_command=line))
     server = ApiServer(core, port)
     try:
         yield core, server

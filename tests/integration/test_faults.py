@@ -47,7 +47,7 @@ from app.schedules.model import RunOutcome, ScheduledTask, TaskRun
 from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
 from scheduler.decisions import ABANDONED_REASON
-from tests.conftest import make_core, pg_base_url, with_settings
+from tests.conftest import SYSTEM_PYTHON, agent_script, make_core, pg_base_url, with_settings
 from tests.integration.procs import ROOT, Schedulers, schedulers, wait_for
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
@@ -250,7 +250,7 @@ def test_kill_9_web_process_during_user_turn_abandons_after_the_lease(core: Core
 # -- 2. a provider that hangs --------------------------------------------------------------------
 def test_hanging_provider_times_out_fails_the_fire_and_frees_the_chat(settings: Settings) -> None:
     marker = f"time.sleep(600.{secrets.randbelow(10**6)})"
-    hang = with_settings(settings, provider="command", provider_command=f"{sys.executable} -c 'import time; {marker}'",
+    hang = with_settings(settings, provider="command", provider_command=f"{SYSTEM_PYTHON} -c 'import time; {marker}'",
                          run_timeout_seconds=2)
     core = make_core(hang)
     try:
@@ -299,14 +299,14 @@ FLOOD_MIB = 50
 FLOOD_TIMEOUT = 15
 
 
-def test_flooding_provider_keeps_scheduler_memory_bounded(core: Core, procs: Schedulers, tmp_path: Path) -> None:
-    script = tmp_path / "flood.py"
-    script.write_text("import sys\nchunk = b'x' * (1 << 20)\n"
-                      f"for _ in range({FLOOD_MIB}):\n    sys.stdout.buffer.write(chunk)\n")
+def test_flooding_provider_keeps_scheduler_memory_bounded(core: Core, procs: Schedulers) -> None:
+    shown, line = agent_script(core.settings, "import sys\nchunk = b'x' * (1 << 20)\n"
+                               f"for _ in range({FLOOD_MIB}):\n    sys.stdout.buffer.write(chunk)\n", "flood.py")
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
     task = _create(_service(core), user, chat)
-    sched = procs.start(core.db, CHATCRON_PROVIDER="command", CHATCRON_PROVIDER_COMMAND=f"{sys.executable} {script}",
+    sched = procs.start(core.db, CHATCRON_PROVIDER="command", CHATCRON_PROVIDER_COMMAND=line,
+                        CHATCRON_AGENT_READ_ONLY_PATHS=":".join(map(str, shown.agent_read_only_paths)),
                         CHATCRON_RUN_LEASE_SECONDS=LEASE, CHATCRON_RUN_TIMEOUT_SECONDS=FLOOD_TIMEOUT)
     time.sleep(1.0)  # let the process settle after its first iteration
     before = _status_kib(sched.pid, "VmHWM")

@@ -1,10 +1,17 @@
-"""The command provider against real processes: streaming, failure, cancel, environment, memory."""
+"""The command provider against real processes: streaming, failure, cancel, environment, memory.
+
+Each provider-level test runs twice: in the agent sandbox (bubblewrap, the agent uid, the
+system's python3, the script bound read-only) and with ``CHATCRON_AGENT_SANDBOX=off``. Process ids
+inside the sandbox are its own PID namespace's, so processes are found on the host by a marker in
+their command line.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import shlex
+import secrets
 import sys
 import textwrap
 import threading
@@ -15,28 +22,58 @@ from pathlib import Path
 
 import pytest
 
-from app.core import auth, chats, projects
+from app.core import auth, chats, projects, sandbox
 from app.core.config import Settings
 from app.core.models import Project, RunStatus
 from app.core.providers.base import ProviderError, TurnRequest
-from app.core.providers.command import CommandProvider, base_environment
-from tests.conftest import make_core, with_settings
+from app.core.providers.command import CommandProvider
+from app.core.workspace import agent_home, ensure_workspace
+from tests.conftest import SYSTEM_PYTHON, agent_script, make_core, with_settings
 
 DEADLINE = 20.0  # a test that would hang fails through cancel after this long instead
 
 
-def _script(tmp_path: Path, body: str, name: str = "agent.py") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(body))
-    return path
+@dataclasses.dataclass
+class Rig:
+    """Settings of one sandbox mode, a folder of agent scripts the agent can read, a workspace."""
+
+    settings: Settings
+    bin: Path
+    workspace: Path
+    home: Path
+
+    @property
+    def python(self) -> str:
+        return sys.executable if self.settings.agent_sandbox == "off" else SYSTEM_PYTHON
+
+    def script(self, body: str, name: str = "agent.py") -> Path:
+        path = self.bin / name
+        path.write_text(textwrap.dedent(body))
+        return path
+
+    def provider(self, script: Path, *args: str, grace: float = 2.0) -> CommandProvider:
+        return CommandProvider((self.python, str(script), *args), self.settings, kill_grace_seconds=grace)
+
+    def request(self, text: str = "hello", env: dict[str, str] | None = None, loose: bool = False) -> TurnRequest:
+        return TurnRequest(chat_id=1, run_id=1, text=text, workspace=None if loose else self.workspace,
+                           project_id=None if loose else 1, env=env or {})
 
 
-def _provider(script: Path, *args: str, grace: float = 2.0) -> CommandProvider:
-    return CommandProvider((sys.executable, str(script), *args), base_environment(), kill_grace_seconds=grace)
+def make_rig(mode: str, root: Path, **changes: object) -> Rig:
+    agent_bin = root / "agent-bin"
+    agent_bin.mkdir(exist_ok=True)
+    os.chmod(agent_bin, 0o755)
+    settings = Settings(data_dir=root / "data", agent_sandbox=mode, agent_read_only_paths=(agent_bin,),
+                        demo_word_delay_seconds=0.0, **changes)  # type: ignore[arg-type]
+    sandbox.prepare_data_dir(settings)
+    workspace = ensure_workspace(settings.workspaces_dir, 1)
+    sandbox.hand_over(settings, workspace)
+    return Rig(settings, agent_bin, workspace, agent_home(settings, 1))
 
 
-def _request(workspace: Path | None, text: str = "hello", env: dict[str, str] | None = None) -> TurnRequest:
-    return TurnRequest(chat_id=1, run_id=1, text=text, workspace=workspace, env=env or {})
+@pytest.fixture(params=["bwrap", "off"])
+def rig(request: pytest.FixtureRequest, data_root: Path) -> Rig:
+    return make_rig(request.param, data_root)
 
 
 def _run(provider: CommandProvider, request: TurnRequest, emit: Callable[[str], None],
@@ -50,30 +87,42 @@ def _run(provider: CommandProvider, request: TurnRequest, emit: Callable[[str], 
         timer.cancel()
 
 
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
+def host_pids(marker: str) -> list[int]:
+    """Live (not zombie) host processes whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
-def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
+def _wait_gone(marker: str, seconds: float = 5.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not host_pids(marker):
             return True
         time.sleep(0.02)
     return False
 
 
-def test_lines_are_emitted_while_the_command_still_runs(tmp_path: Path) -> None:
-    flag = tmp_path / "flag"
-    script = _script(tmp_path, f"""
+def _marker() -> str:
+    return "chatcron-test-" + secrets.token_hex(6)
+
+
+def test_lines_are_emitted_while_the_command_still_runs(rig: Rig) -> None:
+    flag, marker = rig.workspace / "flag", _marker()
+    script = rig.script(f"""
         import os, sys, time
         prompt = sys.stdin.read()  # returns once the provider has closed stdin
-        print(f"pid {{os.getpid()}}", flush=True)
+        print("started", flush=True)
         print(f"got {{prompt.upper()}}", flush=True)
         while not os.path.exists({str(flag)!r}):
             time.sleep(0.01)
@@ -84,45 +133,44 @@ def test_lines_are_emitted_while_the_command_still_runs(tmp_path: Path) -> None:
     def emit(chunk: str) -> None:
         seen.append(chunk)
         if chunk.startswith("got "):
-            pid = int(seen[0].split()[1])
-            assert _alive(pid), "the line arrived only after the command had exited"
+            assert host_pids(marker), "the line arrived only after the command had exited"
             flag.touch()  # only now may the command finish
 
-    _run(_provider(script), _request(tmp_path, "stream me"), emit)
-    assert seen[1:] == ["got STREAM ME\n", "after flag"]
-    assert seen[0].startswith("pid ") and seen[0].endswith("\n")
+    _run(rig.provider(script, marker), rig.request("stream me"), emit)
+    assert seen == ["started\n", "got STREAM ME\n", "after flag"]
 
 
-def test_cwd_is_the_workspace_and_env_is_minimal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cwd_is_the_workspace_home_the_agent_home_and_env_is_minimal(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHATCRON_OPENAI_API_KEY", "sk-test-secret-value")
     monkeypatch.setenv("CHATCRON_DATABASE_URL", "postgresql://u:pw-secret@db/x")
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    script = _script(tmp_path, """
+    script = rig.script("""
         import json, os
         print(json.dumps({"cwd": os.getcwd(), "env": dict(os.environ)}))
     """)
     out: list[str] = []
     turn_env = {"SCHEDULE_API_URL": "http://127.0.0.1:3000/agent-api", "SCHEDULE_API_TOKEN": "tok"}
-    _run(_provider(script), _request(workspace, env=turn_env), out.append)
+    _run(rig.provider(script), rig.request(env=turn_env), out.append)
     seen = json.loads("".join(out))
-    assert Path(seen["cwd"]).resolve() == workspace.resolve()
+    assert Path(seen["cwd"]).resolve() == rig.workspace.resolve()
     env = seen["env"]
     assert env["SCHEDULE_API_URL"] == turn_env["SCHEDULE_API_URL"] and env["SCHEDULE_API_TOKEN"] == "tok"
+    assert env["HOME"] == str(rig.home)
     assert "secret" not in json.dumps(env)
-    assert set(env) - {"LC_CTYPE"} == {"PATH", "HOME", "LANG", "TERM", *turn_env}
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", *turn_env}
 
 
-def test_a_loose_chat_runs_in_a_temporary_folder_removed_afterwards(tmp_path: Path) -> None:
-    script = _script(tmp_path, "import os; print(os.getcwd())")
+def test_a_loose_chat_runs_in_a_temporary_folder_removed_afterwards(rig: Rig) -> None:
+    script = rig.script("import os; print(os.getcwd()); print(os.environ['HOME'])")
     out: list[str] = []
-    _run(_provider(script), _request(None), out.append)
+    _run(rig.provider(script), rig.request(loose=True), out.append)
     folder = Path(out[0].strip())
     assert folder.name.startswith("chatcron-turn-") and not folder.exists()
+    assert out[1].strip() == str(folder)
 
 
-def test_non_zero_exit_fails_with_the_tail_of_stderr(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+def test_non_zero_exit_fails_with_the_tail_of_stderr(rig: Rig) -> None:
+    script = rig.script("""
         import sys
         print("partial reply", flush=True)
         sys.stderr.write("EARLY-NOISE " + "x" * 20000 + "\\n")
@@ -131,7 +179,7 @@ def test_non_zero_exit_fails_with_the_tail_of_stderr(tmp_path: Path) -> None:
     """)
     out: list[str] = []
     with pytest.raises(ProviderError) as caught:
-        _run(_provider(script), _request(tmp_path), out.append)
+        _run(rig.provider(script), rig.request(), out.append)
     message = str(caught.value)
     assert message.startswith("command exited with 3: ")
     assert message.endswith("the real reason: boom") and "EARLY-NOISE" not in message
@@ -139,36 +187,40 @@ def test_non_zero_exit_fails_with_the_tail_of_stderr(tmp_path: Path) -> None:
     assert out == ["partial reply\n"]
 
 
-def test_a_missing_program_fails_the_turn(tmp_path: Path) -> None:
-    provider = CommandProvider((str(tmp_path / "no-such-agent"),), base_environment())
+def test_a_missing_program_fails_the_turn(rig: Rig) -> None:
+    provider = CommandProvider((str(rig.bin / "no-such-agent"),), rig.settings)
     with pytest.raises(ProviderError, match="command could not start"):
-        _run(provider, _request(tmp_path), lambda chunk: None)
+        _run(provider, rig.request(), lambda chunk: None)
 
 
-def test_cancel_kills_the_whole_process_group_promptly(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+SLEEPER = "[sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[1]]"
+
+
+def test_cancel_kills_the_whole_process_group_promptly(rig: Rig) -> None:
+    marker = _marker()
+    script = rig.script(f"""
         import signal, subprocess, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the grandchild inherits this too: SIGKILL needed
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        print(f"pids {child.pid}", flush=True)
+        child = subprocess.Popen({SLEEPER})
+        print("sleeper started", flush=True)
         time.sleep(600)
     """)
     cancel = threading.Event()
-    pids: list[int] = []
+    seen: list[str] = []
 
     def emit(chunk: str) -> None:
-        pids.append(int(chunk.split()[1]))
+        seen.append(chunk)
         cancel.set()
 
     started = time.monotonic()
     with pytest.raises(ProviderError, match="^cancelled$"):
-        _run(_provider(script, grace=0.5), _request(tmp_path), emit, cancel)
+        _run(rig.provider(script, marker, grace=0.5), rig.request(), emit, cancel)
     assert time.monotonic() - started < 5.0
-    assert pids and _wait_dead(pids[0]), "the grandchild survived the cancel"
+    assert seen and _wait_gone(marker), "the grandchild survived the cancel"
 
 
-def test_cancel_while_the_command_has_closed_stdout(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+def test_cancel_while_the_command_has_closed_stdout(rig: Rig) -> None:
+    script = rig.script("""
         import os, sys, time
         print("bye", flush=True)
         os.close(1)
@@ -177,29 +229,30 @@ def test_cancel_while_the_command_has_closed_stdout(tmp_path: Path) -> None:
     cancel = threading.Event()
     started = time.monotonic()
     with pytest.raises(ProviderError, match="^cancelled$"):
-        _run(_provider(script, grace=0.5), _request(tmp_path), lambda chunk: cancel.set(), cancel)
+        _run(rig.provider(script, grace=0.5), rig.request(), lambda chunk: cancel.set(), cancel)
     assert time.monotonic() - started < 5.0
 
 
-def test_leftover_processes_are_killed_when_the_command_exits(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+def test_leftover_processes_are_killed_when_the_command_exits(rig: Rig) -> None:
+    marker = _marker()
+    script = rig.script(f"""
         import subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        print(child.pid, flush=True)
+        child = subprocess.Popen({SLEEPER})
+        print("left one behind", flush=True)
     """)
     out: list[str] = []
     started = time.monotonic()
-    _run(_provider(script), _request(tmp_path), out.append)
+    _run(rig.provider(script, marker), rig.request(), out.append)
     assert time.monotonic() - started < 5.0  # the leftover held stdout; the turn did not wait for it
-    assert _wait_dead(int(out[0]))
+    assert out == ["left one behind\n"] and _wait_gone(marker)
 
 
 MiB = 1024 * 1024
 
 
 @pytest.mark.parametrize("line", [b"x" * 1023 + b"\n", b"y" * 4096], ids=["1KiB-lines", "no-newlines"])
-def test_a_flood_of_output_streams_in_bounded_memory(tmp_path: Path, line: bytes) -> None:
-    script = _script(tmp_path, f"""
+def test_a_flood_of_output_streams_in_bounded_memory(rig: Rig, line: bytes) -> None:
+    script = rig.script(f"""
         import sys
         block = {line!r} * ({MiB} // {len(line)})
         for _ in range(50):
@@ -214,7 +267,7 @@ def test_a_flood_of_output_streams_in_bounded_memory(tmp_path: Path, line: bytes
 
     tracemalloc.start()
     try:
-        _run(_provider(script), _request(tmp_path), emit)
+        _run(rig.provider(script), rig.request(), emit)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -245,10 +298,9 @@ GIVE_UP = """
 """
 
 
-def test_a_turn_through_the_prompt_service_records_the_output(settings: Settings, tmp_path: Path) -> None:
-    script = _script(tmp_path, ECHO)
-    core = make_core(with_settings(settings, provider="command",
-                                   provider_command=shlex.join([sys.executable, str(script)])))
+def test_a_turn_through_the_prompt_service_records_the_output(settings: Settings) -> None:
+    settings, line = agent_script(settings, ECHO)
+    core = make_core(with_settings(settings, provider="command", provider_command=line))
     try:
         project, chat = _chat(core, core.settings.workspaces_dir)
         result = core.prompts.start(chat.id, "hi there").wait(DEADLINE)
@@ -260,15 +312,15 @@ def test_a_turn_through_the_prompt_service_records_the_output(settings: Settings
         core.db.dispose()
 
 
-def test_a_projects_own_command_runs_and_its_failure_fails_the_run(settings: Settings, tmp_path: Path) -> None:
-    script = _script(tmp_path, GIVE_UP)
+def test_a_projects_own_command_runs_and_its_failure_fails_the_run(settings: Settings) -> None:
+    settings, line = agent_script(settings, GIVE_UP)
     core = make_core(settings)  # the server default stays demo
     try:
         project, chat = _chat(core, core.settings.workspaces_dir)
         with core.db.write() as s:
             row = s.get(Project, project.id)
             row.provider = "command"
-            row.provider_settings = json.dumps({"command": shlex.join([sys.executable, str(script)])})
+            row.provider_settings = json.dumps({"command": line})
         result = core.prompts.start(chat.id, "try").wait(DEADLINE)
         assert result is not None and result.status == RunStatus.FAILED
         assert result.error == "command exited with 2: agent gave up"

@@ -10,8 +10,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shlex
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +31,7 @@ from app.core.models import ApiToken, Grant, LoginAttempt, RunSource, RunStatus,
 from app.core.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
 from app.schedules.service import Actor
 from tests import store
-from tests.conftest import make_core, with_settings
+from tests.conftest import agent_script, make_core, with_settings
 from tests.integration import test_agent_scope_matrix as matrix
 from tests.integration.apiclient import BROWSER_NONCE, add_user, bearer, client_for, login_ticket, table_contents
 
@@ -359,9 +357,7 @@ class Agent:
 def agent(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
     for name, value in SERVER_ENV.items():
         monkeypatch.setenv(name, value)
-    script = tmp_path / "dump_env.py"
-    script.write_text(DUMP)
-    command_line = shlex.join([sys.executable, str(script), *RELATIVES])
+    settings, command_line = agent_script(settings, DUMP, "dump_env.py", *RELATIVES)
     core = make_core(with_settings(settings, provider="command", provider_command=command_line))
     user = add_user(core, "alice@example.com")
     project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user).id
@@ -372,7 +368,7 @@ def agent(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_provider_gets_the_two_schedule_variables_and_no_secret(agent: Agent) -> None:
     env = agent.turn([chats.SCHEDULED_TASKS])["env"]
-    assert set(env) - {"LC_CTYPE"} == {"PATH", "HOME", "LANG", "TERM", "SCHEDULE_API_URL", "SCHEDULE_API_TOKEN"}
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", "SCHEDULE_API_URL", "SCHEDULE_API_TOKEN"}
     assert not [v for v in SERVER_ENV.values() if v in json.dumps(env)]
     assert env["SCHEDULE_API_URL"] == agent.core.settings.api_url
     with client_for(agent.core) as client:  # a real grant of this turn, revoked when it ended
@@ -384,7 +380,7 @@ def test_the_provider_gets_the_two_schedule_variables_and_no_secret(agent: Agent
 def test_a_chat_without_the_skill_gets_no_schedule_variables(agent: Agent) -> None:
     env = agent.turn([])["env"]
     assert not [name for name in env if name.startswith("SCHEDULE_")]
-    assert set(env) - {"LC_CTYPE"} == {"PATH", "HOME", "LANG", "TERM"}
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM"}
 
 
 @pytest.mark.parametrize("start", [{}, {"source": RunSource.SCHEDULE}], ids=["skill-chat", "scheduled-fire"])

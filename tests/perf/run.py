@@ -5,7 +5,8 @@ on SQLite and, when ``CHATCRON_TEST_POSTGRES_URL`` is set, on PostgreSQL (in a t
 then one machine line ``{"machine": {...}}``. Each figure sets up its own temp data dir and real
 processes (see the modules): bench_cron (time engine), fire lateness (bench_scheduler),
 bench_burst, bench_idle, bench_web (wake via HTTP, UI latency, API list rate), bench_agent (fire →
-first text with the real Claude Code agent, cold and warm; its memory).
+first text with the real Claude Code agent, cold and warm; its memory), bench_sandbox (what the agent
+sandbox adds to a turn's start).
 
 ``--quick`` is the CI smoke run: small sizes, a few seconds each, the same code paths; its values
 mean nothing. A figure that fails prints its lines with ``value: null, ok: false`` and the traceback
@@ -31,7 +32,7 @@ import sqlalchemy as sa
 from app.core.db import normalize_url
 from app.schedules.service import TaskService
 from tests.integration.procs import Schedulers
-from tests.perf import bench_agent, bench_burst, bench_cron, bench_idle, bench_scheduler, bench_web
+from tests.perf import bench_agent, bench_burst, bench_cron, bench_idle, bench_sandbox, bench_scheduler, bench_web
 from tests.perf.common import PG_ENV, databases, emit, median, percentile, prepared
 
 CRON_TARGET_PER_S = float(bench_cron.TARGET_PER_S)
@@ -49,12 +50,13 @@ class Plan:
     idle: bench_idle.Sizes
     web: bench_web.Sizes
     agent: bench_agent.Sizes
+    sandbox: bench_sandbox.Sizes
 
 
 FULL = Plan(5000, 7, bench_scheduler.Sizes(wake_samples=0, tasks=200, window_s=60.0),
-            bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL)
+            bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL, bench_sandbox.FULL)
 QUICK = Plan(300, 3, bench_scheduler.Sizes(wake_samples=0, tasks=20, window_s=4.0),
-             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK)
+             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK, bench_sandbox.QUICK)
 
 
 def cron_figure(plan: Plan) -> None:
@@ -131,10 +133,10 @@ def _guarded(name: str, metrics: list[str], db: str | None, figure: Callable[[],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    parser.add_argument("--only", help="comma-separated figure groups: cron,lateness,burst,idle,web,agent")
+    parser.add_argument("--only", help="comma-separated figure groups: cron,lateness,burst,idle,web,agent,sandbox")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
-    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent"}
+    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent", "sandbox"}
     ok = True
     if "cron" in only:
         ok &= _guarded("cron", ["cron_next_per_s"], None, lambda: cron_figure(plan))
@@ -150,6 +152,7 @@ def main() -> int:
             ("web", ["wake_latency_p50_ms", "wake_latency_p95_ms", "ui_event_latency_p50_ms",
                      "ui_event_latency_p95_ms", "ui_event_latency_all_pages_p95_ms", "api_list_rps"],
              lambda k=kind: bench_web.bench(k, plan.web)),
+            ("sandbox", bench_sandbox.METRICS, lambda k=kind: bench_sandbox.bench(k, plan.sandbox)),
         ]
         for name, metrics, figure in groups:
             if name in only:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
+from app.core import sandbox
 from app.core.config import Settings
 from app.core.models import Project
 from app.core.providers.base import ProviderError
-from app.core.providers.command import CommandProvider, LineSplitter, child_environment, exit_message
+from app.core.providers.command import CommandProvider, LineSplitter
 from app.core.providers.demo import DemoProvider
 from app.core.providers.openai import OpenAIProvider, SseDecoder, build_messages, is_done, parse_chunk
 from app.core.providers.registry import make_provider_factory
@@ -69,26 +72,47 @@ def test_unbalanced_quotes_are_refused() -> None:
         _pick(_project("command", command="agent 'open"))
 
 
-def test_child_environment_is_the_base_plus_the_turns_variables_only() -> None:
-    base = {"PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "TERM": "dumb"}
-    env = child_environment(base, {"SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"})
-    assert env == {**base, "SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"}
+def test_unfenced_environment_is_the_base_plus_the_turns_variables_only(tmp_path: Path) -> None:
+    launch = sandbox.prepare(Settings(agent_sandbox="off"), ["agent"], workspace=tmp_path, home=tmp_path / "h",
+                             env={"SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"})
+    assert launch.env == {"PATH": os.pathsep.join(os.get_exec_path()), "HOME": str(tmp_path / "h"),
+                          "LANG": "C.UTF-8", "TERM": "dumb", "SCHEDULE_API_URL": "http://x", "SCHEDULE_API_TOKEN": "t"}
+    assert (launch.argv, launch.cwd, launch.pass_fds, launch.sandboxed) == (["agent"], tmp_path, (), False)
 
 
-def test_command_providers_base_environment_holds_no_server_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_agents_environment_holds_no_server_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CHATCRON_DATABASE_URL", "postgresql://user:secret@db/x")
-    chosen = _pick(None, provider="command", provider_command="agent")
-    assert set(chosen.base_env) == {"PATH", "HOME", "LANG", "TERM"}
-    assert "secret" not in json.dumps(chosen.base_env)
+    launch = sandbox.prepare(Settings(agent_sandbox="off"), ["agent"], workspace=tmp_path, home=tmp_path, env={})
+    assert set(launch.env) == {"PATH", "HOME", "LANG", "TERM"}
+    assert "secret" not in json.dumps(launch.env)
 
 
-@pytest.mark.parametrize(("code", "tail", "message"), [
-    (3, "boom", "command exited with 3: boom"),
-    (1, "", "command exited with 1"),
-    (-9, "", "command killed by SIGKILL"),
-], ids=["status-and-stderr", "no-stderr", "signal"])
-def test_exit_message(code: int, tail: str, message: str) -> None:
-    assert exit_message(code, tail) == message
+LIMITS = Settings(agent_max_procs=64, agent_max_memory_bytes=256 << 20, agent_max_file_bytes=1 << 20)
+
+
+@pytest.mark.parametrize(("code", "tail", "sandboxed", "message"), [
+    (3, "boom", False, "command exited with 3: boom"),
+    (1, "", False, "command exited with 1"),
+    (-9, "", False, "command killed by SIGKILL"),
+    (137, "", True, "command killed by SIGKILL"),
+    (137, "", False, "command exited with 137"),
+    (1, "BlockingIOError: [Errno 11] Resource temporarily unavailable", True,
+     "command exited with 1 (sandbox limit reached: processes, CHATCRON_AGENT_MAX_PROCS=64): "
+     "BlockingIOError: [Errno 11] Resource temporarily unavailable"),
+    (1, "MemoryError", True,
+     "command exited with 1 (sandbox limit reached: memory, CHATCRON_AGENT_MAX_MEMORY_BYTES=268435456): "
+     "MemoryError"),
+    (153, "", True,
+     "command killed by SIGXFSZ (sandbox limit reached: file size, CHATCRON_AGENT_MAX_FILE_BYTES=1048576)"),
+    (1, "MemoryError", False, "command exited with 1: MemoryError"),
+    (1, "bwrap: execvp no-such-cli: No such file or directory", True,
+     "command could not start: no-such-cli: No such file or directory"),
+    (1, "bwrap: Can't find source path /x: Permission denied", True,
+     "the agent sandbox could not start: bwrap: Can't find source path /x: Permission denied"),
+], ids=["status-and-stderr", "no-stderr", "signal", "sandboxed-signal", "unfenced-137", "procs", "memory",
+        "file-size", "unfenced-no-hint", "sandboxed-missing-program", "sandbox-setup"])
+def test_exit_message(code: int, tail: str, sandboxed: bool, message: str) -> None:
+    assert sandbox.explain_exit(LIMITS, code, tail, sandboxed=sandboxed) == message
 
 
 def test_line_splitter_keeps_newlines_and_caps_long_lines() -> None:

@@ -22,6 +22,12 @@ class Preset:
     env: Callable[[Path, Path, Mapping[str, str]], dict[str, str]]  # install dir, home, settings → variables
     prepare_home: Callable[[Path, Mapping[str, str]], None] = _no_home
     main_package: str = ""  # whose version ``version`` reports (default: the first package)
+    # home, session id → the session's cumulative tokens ({"input_tokens", "output_tokens",
+    # "cached_tokens"}), for an agent whose ACP side reports none (codex); differenced around a turn
+    session_usage: Callable[[Path, str], Mapping[str, int] | None] | None = None
+    # settings → None, or InvalidInput naming the setting; ``set-provider`` calls it (prepare_home
+    # checks the same before writing anything, for settings stored before)
+    check: Callable[[Mapping[str, str]], None] | None = None
 
     def version(self, install_dir: Path) -> str | None:
         """The installed version of the preset's main package, or None when it is not installed."""

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from app.core.agents import claude
+from app.core.agents import claude, codex, gemini, opencode
 from app.core.agents.base import Preset, installed_version
 from app.core.errors import ChatcronError
 
@@ -62,4 +62,6 @@ def require_installed(preset: Preset, agents_dir: Path) -> Path:
     return target
 
 
-PRESETS: dict[str, Preset] = {preset.name: preset for preset in (claude.PRESET,)}
+PRESETS: dict[str, Preset] = {
+    preset.name: preset for preset in (claude.PRESET, codex.PRESET, gemini.PRESET, opencode.PRESET)
+}

@@ -24,38 +24,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import dataclasses
+import functools
 import os
 import queue
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
-from app.core.agents.base import Preset
 from app.core.config import Settings
 from app.core.models import EventType
 from app.core.providers.acp_agent import _launch
-from app.core.providers.acp_client import ALLOW, DENY, TurnSink
+from app.core.providers.acp_client import TurnSink
 from app.core.providers.acp_pool import AgentPool
+from app.core.providers.acp_settings import AcpConfig
 from app.core.providers.acp_turn import TurnControl, TurnPlan, run_turn
 from app.core.providers.base import Emit, ProviderError, TurnRequest, TurnStream, stream_of
+from app.core.sandbox.dirs import switches_uid
 from app.core.workspace import agent_home, agent_token_file, loose_agent_dirs
-
-POLICIES = (ALLOW, DENY)
-ASK_LATER = ("acp setting tool_policy: 'ask' is not available yet (it comes with approvals); "
-             "use 'allow' or 'deny'")
-
-
-@dataclasses.dataclass(frozen=True)
-class AcpConfig:
-    argv: tuple[str, ...]
-    env: Mapping[str, str]  # the project's env.* settings
-    policy: str = ALLOW
-    model: str | None = None
-    history_budget: int = 24_000
-    preset: Preset | None = None
-    install_dir: Path | None = None
-    options: Mapping[str, str] = dataclasses.field(default_factory=dict)  # all string settings (prepare_home)
 
 
 class AcpProvider:
@@ -63,8 +47,8 @@ class AcpProvider:
 
     name = "acp"
 
-    def __init__(self, config: AcpConfig, pool: AgentPool, settings: Settings, base_env: Mapping[str, str]) -> None:
-        self.config, self.pool, self.settings, self.base_env = config, pool, settings, dict(base_env)
+    def __init__(self, config: AcpConfig, pool: AgentPool, settings: Settings) -> None:
+        self.config, self.pool, self.settings = config, pool, settings
 
     def _dirs(self, request: TurnRequest) -> tuple[Path, Path, Path | None]:
         """(HOME, working directory, token file) of the chat's agent."""
@@ -75,7 +59,7 @@ class AcpProvider:
         return home, work, None
 
     def _environment(self, home: Path, token_file: Path | None) -> dict[str, str]:
-        env = dict(self.base_env)
+        env: dict[str, str] = {}  # PATH, HOME, LANG, TERM come from the sandbox (app.core.sandbox.prepare)
         if self.config.preset is not None and self.config.install_dir is not None:
             try:
                 env.update(self.config.preset.env(self.config.install_dir, home, self.config.options))
@@ -96,14 +80,16 @@ class AcpProvider:
         argv = self.config.argv
 
         def launch():  # a Launch
-            return _launch(argv, workspace=cwd, home=home, env=env, read_only=read_only)
+            return _launch(self.settings, argv, workspace=cwd, home=home, env=env, read_only=read_only)
 
         key = (argv, tuple(sorted(env.items())), str(home), str(cwd))
+        tokens = self.config.preset.session_usage if self.config.preset is not None else None
         return TurnPlan(chat_id=request.chat_id, run_id=request.run_id, key=key, launch=launch, cwd=cwd,
                         prompt=request.text, session_id=request.session_id, history=request.history,
                         history_budget=self.config.history_budget, previous_run_id=request.previous_run_id,
                         fresh=request.fresh_session, policy=self.config.policy, model=self.config.model,
-                        workspace=request.workspace), token_file
+                        workspace=request.workspace,
+                        session_tokens=functools.partial(tokens, home) if tokens else None), token_file
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         stream = stream_of(emit)
@@ -112,7 +98,7 @@ class AcpProvider:
         token = request.env.get("SCHEDULE_API_TOKEN")
         try:
             if token_file is not None and token:
-                _write_token(token_file, token)
+                _write_token(self.settings, token_file, token)
             future = self.pool.submit(run_turn(self.pool, plan, control, self.settings.agent_cancel_grace_seconds))
             self._drain(future, control, stream, cancel)
         finally:
@@ -161,11 +147,16 @@ def _deliver(stream: TurnStream, kind: str, payload: object) -> None:
         stream.report_usage(payload)  # type: ignore[arg-type]
 
 
-def _write_token(path: Path, token: str) -> None:
-    """The turn's grant, readable by the agent's user only (SCHEDULE_API_TOKEN_FILE)."""
+def _write_token(settings: Settings, path: Path, token: str) -> None:
+    """The turn's grant, readable by the agent's user only (SCHEDULE_API_TOKEN_FILE): sandboxed,
+    the file belongs to the agent uid (its folder is bound read-only into the sandbox)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
+        if switches_uid(settings):
+            os.fchown(out.fileno(), settings.agent_uid, settings.agent_gid)
         out.write(token)
     os.replace(tmp, path)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import acp
@@ -23,8 +22,11 @@ from acp import PROTOCOL_VERSION
 from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation, InitializeResponse
 
+from app.core import sandbox
+from app.core.config import Settings
 from app.core.providers.acp_client import AgentClient, quiet_sdk_usage_errors
 from app.core.providers.base import ProviderError
+from app.core.sandbox import Launch
 
 log = logging.getLogger("chatcron.acp")
 STDERR_TAIL_BYTES = 4096
@@ -32,21 +34,11 @@ LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC frame (a session replay can be lar
 INITIALIZE_SECONDS = 60.0
 
 
-@dataclasses.dataclass(frozen=True)
-class Launch:
-    """How to start an agent process (the shape of ``app.core.sandbox.prepare``'s answer)."""
-
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    preexec_fn: Callable[[], None] | None = None
-    pass_fds: tuple[int, ...] = ()
-
-
-def _launch(argv: Sequence[str], *, workspace: Path, home: Path, env: Mapping[str, str],
+def _launch(settings: Settings, argv: Sequence[str], *, workspace: Path, home: Path, env: Mapping[str, str],
             read_only: Sequence[Path] = ()) -> Launch:
-    """The one place an agent process's command line is decided (the sandbox plugs in here)."""
-    return Launch(argv=list(argv), env={**env, "HOME": str(home)}, cwd=workspace)
+    """The one place an agent process's command line is decided: the agent sandbox's (SPEC §12),
+    with node's install and the token folder read-only, HOME the agent home (sessions persist)."""
+    return sandbox.prepare(settings, argv, workspace=workspace, home=home, env=env, read_only=read_only)
 
 
 class AgentExited(ProviderError):
@@ -75,12 +67,16 @@ class WarmAgent:
         quiet_sdk_usage_errors()
         client = AgentClient()
         try:
+            # spawned on the pool's own long-lived loop thread: bwrap's --die-with-parent fires when
+            # the spawning thread ends, which must not happen while the agent is kept warm
             proc = await asyncio.create_subprocess_exec(
                 *launch.argv, cwd=str(launch.cwd), env=launch.env, start_new_session=True,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 limit=LINE_LIMIT, preexec_fn=launch.preexec_fn, pass_fds=launch.pass_fds)
         except OSError as exc:
             raise ProviderError(f"the agent could not start: {launch.argv[0]}: {exc.strerror or exc}") from None
+        finally:
+            launch.close()  # the sandbox's fds (environment, passwd) are the child's now
         conn = ClientSideConnection(client, proc.stdin, proc.stdout, observers=[client.observe])
         agent = cls(key, proc, conn, client)
         agent._stderr_task = asyncio.get_running_loop().create_task(agent._read_stderr())
@@ -128,7 +124,7 @@ class WarmAgent:
         except TimeoutError:
             raise ProviderError(f"the agent did not answer within {timeout:.0f} s") from None
         except acp.RequestError as exc:
-            if not self.alive or (exc.data or {}) == {} and "Connection closed" in str(exc):
+            if not self.alive:  # the error is the agent dying, not an answer
                 raise await self.exited(str(exc)) from None
             raise
 

@@ -20,9 +20,9 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestPermissionResponse
 
 from app.core.providers.acp_events import ToolCalls, is_remote_schedule, now_utc, plan_json
+from app.core.providers.acp_settings import ALLOW
 
 log = logging.getLogger("chatcron.acp")
-ALLOW, DENY = "allow", "deny"
 
 
 @dataclasses.dataclass

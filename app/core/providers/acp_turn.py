@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ class TurnPlan:
     policy: str
     model: str | None
     workspace: Path | None
+    session_tokens: Callable[[str], Mapping[str, int] | None] | None = None  # the preset's session_usage
 
 
 @dataclasses.dataclass
@@ -179,16 +180,38 @@ async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace:
     raise Cancelled()
 
 
-def _usage(response: Any, sink: TurnSink, baseline: float | None) -> Usage | None:
+def _usage(response: Any, sink: TurnSink, baseline: float | None,
+           tokens: tuple[Mapping[str, int] | None, Mapping[str, int] | None] = (None, None)) -> Usage | None:
     reported = getattr(response, "usage", None)
     cost = None
     if sink.cost is not None:
         cost = round(sink.cost - baseline if baseline is not None and sink.cost >= baseline else sink.cost, 6)
+    if reported is None and tokens[1] is not None:
+        return _token_difference(*tokens, cost)
     if reported is None and cost is None:
         return None
     return Usage(input_tokens=Usage.count(getattr(reported, "input_tokens", None)),
                  output_tokens=Usage.count(getattr(reported, "output_tokens", None)),
                  cached_tokens=Usage.count(getattr(reported, "cached_read_tokens", None)), cost_usd=cost)
+
+
+def _token_difference(before: Mapping[str, int] | None, after: Mapping[str, int], cost: float | None) -> Usage:
+    """A turn's tokens from the session's totals before and after it (a total that went down
+    started again from zero, e.g. in a new process: then the later total is the turn's)."""
+    counts = {}
+    for key in ("input_tokens", "output_tokens", "cached_tokens"):
+        now, then = Usage.count(after.get(key)), Usage.count((before or {}).get(key))
+        counts[key] = None if now is None else now - then if then is not None and now >= then else now
+    return Usage(**counts, cost_usd=cost)
+
+
+async def _session_tokens(plan: TurnPlan, session_id: str) -> Mapping[str, int] | None:
+    if plan.session_tokens is None:
+        return None
+    try:
+        return await asyncio.to_thread(plan.session_tokens, session_id)  # a file read, off the loop
+    except OSError:
+        return None
 
 
 async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace: float) -> None:
@@ -207,6 +230,7 @@ async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace:
         sink.session_id = session_id
         sink.put("session", session_id)
         baseline = agent.client.costs.get(session_id)
+        tokens_before = await _session_tokens(plan, session_id)
         agent.client.turns[session_id] = sink
         try:
             response = await _prompt(agent, plan, control, grace, text)
@@ -215,7 +239,7 @@ async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace:
             raise ProviderError(f"the agent failed the turn: {exc}" + (f" ({detail})" if detail else "")) from None
         finally:
             agent.client.turns.pop(session_id, None)
-            usage = _usage(response, sink, baseline)
+            usage = _usage(response, sink, baseline, (tokens_before, await _session_tokens(plan, session_id)))
             if sink.cost is not None:
                 agent.client.costs[session_id] = sink.cost
             if usage is not None:

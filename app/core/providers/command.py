@@ -2,12 +2,14 @@
 
 What the child gets and what it may not do:
 
-- argv: the command line split like a shell would (``shlex``), never run through a shell;
+- argv: the command line split like a shell would (``shlex``), never run through a shell, and
+  started through the agent sandbox (``app.core.sandbox``: bubblewrap, the agent uid, limits);
 - cwd: the project's workspace (a loose chat gets a temporary folder, removed afterwards);
+  HOME: the project's agent home (a loose chat: the same temporary folder);
 - stdin: the prompt, UTF-8, then closed;
-- environment: only PATH, HOME, LANG=C.UTF-8, TERM=dumb, plus the turn's own variables
-  (``SCHEDULE_API_URL``/``SCHEDULE_API_TOKEN`` when schedule tools are on). The server's
-  environment is never inherited: it holds secrets (database URL, API keys);
+- environment: only PATH, HOME, LANG=C.UTF-8, TERM=dumb (and the server's certificate variables),
+  plus the turn's own variables (``SCHEDULE_API_URL``/``SCHEDULE_API_TOKEN`` when schedule tools
+  are on). The server's environment is never inherited: it holds secrets (database URL, API keys);
 - stdout: decoded as UTF-8 and emitted line by line (newline kept) as it arrives; a line longer
   than 64 KiB is emitted in 64 KiB pieces, so memory stays bounded whatever the child prints;
 - stderr: only its last 4 KiB are kept, for the error message;
@@ -17,7 +19,11 @@ What the child gets and what it may not do:
   A grandchild that starts its own session escapes the group; the turn stops waiting for its
   output two seconds after the command exits.
 
-Exit status 0 is success; anything else fails the turn with ``command exited with N: <stderr tail>``.
+Sandboxed, the group is the sandbox's outer bwrap: killing it takes the whole PID namespace with
+it (``--die-with-parent``), escaped grandchildren included.
+
+Exit status 0 is success; anything else fails the turn with ``command exited with N: <stderr tail>``,
+naming the sandbox limit the command most likely hit.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ import selectors
 import shlex
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
+from app.core import sandbox
+from app.core.config import Settings
 from app.core.providers.base import Emit, ProviderError, TurnRequest
+from app.core.workspace import agent_home
 
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4096
@@ -56,20 +64,6 @@ def split_command(line: str) -> tuple[str, ...]:
     if not argv:
         raise ProviderError(NO_COMMAND)
     return tuple(argv)
-
-
-def base_environment() -> dict[str, str]:
-    """The variables every child gets: the server's search path and home, a UTF-8 locale, no terminal.
-
-    Taken through ``os.get_exec_path`` and ``Path.home`` once, when the provider factory is made.
-    """
-    return {"PATH": os.pathsep.join(os.get_exec_path()), "HOME": str(Path.home()),
-            "LANG": "C.UTF-8", "TERM": "dumb"}
-
-
-def child_environment(base: Mapping[str, str], turn: Mapping[str, str]) -> dict[str, str]:
-    """The child's whole environment: the base variables, then the turn's own (which win)."""
-    return {**base, **turn}
 
 
 class LineSplitter:
@@ -107,28 +101,17 @@ class LineSplitter:
             yield text
 
 
-def exit_message(code: int, stderr_tail: str) -> str:
-    """The error of a failed command: its exit status (or signal) and the end of its stderr."""
-    if code < 0:
-        try:
-            what = f"command killed by {signal.Signals(-code).name}"
-        except ValueError:
-            what = f"command killed by signal {-code}"
-    else:
-        what = f"command exited with {code}"
-    return f"{what}: {stderr_tail}" if stderr_tail else what
-
-
 class _Child:
     """One running command: its pipes, its process group, and the helper threads around it."""
 
-    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], prompt: bytes) -> None:
+    def __init__(self, launch: sandbox.Launch, program: str, prompt: bytes) -> None:
+        self.sandboxed = launch.sandboxed
         try:
-            self.proc = subprocess.Popen(  # argv from settings; no shell
-                list(argv), cwd=cwd, env=dict(env), bufsize=0, start_new_session=True,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.proc = launch.popen(  # argv from settings; no shell
+                bufsize=0, start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
         except OSError as exc:
-            raise ProviderError(f"command could not start: {argv[0]}: {exc.strerror or exc}") from None
+            raise ProviderError(f"command could not start: {program}: {exc.strerror or exc}") from None
         self._tail = bytearray()
         self._stderr = threading.Thread(target=self._collect_stderr, name="command-stderr", daemon=True)
         self._stderr.start()
@@ -205,12 +188,14 @@ class _Child:
 
 
 @contextlib.contextmanager
-def _workdir(workspace: Path | None) -> Iterator[Path]:
-    if workspace is not None:
-        yield workspace
+def _workdir(settings: Settings, request: TurnRequest) -> Iterator[tuple[Path, Path]]:
+    """(cwd, HOME) of the turn: the project's workspace and agent home, or one scratch folder."""
+    if request.workspace is not None:
+        home = agent_home(settings, request.project_id) if request.project_id is not None else request.workspace
+        yield request.workspace, home
         return
-    with tempfile.TemporaryDirectory(prefix="chatcron-turn-") as folder:
-        yield Path(folder)
+    with sandbox.scratch(settings) as folder:
+        yield folder, folder
 
 
 class CommandProvider:
@@ -218,26 +203,27 @@ class CommandProvider:
 
     name = "command"
 
-    def __init__(self, argv: Sequence[str], base_env: Mapping[str, str], *,
+    def __init__(self, argv: Sequence[str], settings: Settings, *,
                  kill_grace_seconds: float = KILL_GRACE_SECONDS, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if not argv:
             raise ProviderError(NO_COMMAND)
         self.argv = tuple(argv)
-        self.base_env = dict(base_env)
+        self.settings = settings
         self.kill_grace_seconds = kill_grace_seconds
         self.max_line_bytes = max_line_bytes
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         """Stream the command's stdout; raises ProviderError on a non-zero exit or on cancel."""
-        env = child_environment(self.base_env, request.env)
-        with _workdir(request.workspace) as cwd:
-            child = _Child(self.argv, cwd, env, request.text.encode("utf-8"))
+        with _workdir(self.settings, request) as (cwd, home):
+            launch = sandbox.prepare(self.settings, self.argv, workspace=cwd, home=home, env=request.env)
+            child = _Child(launch, self.argv[0], request.text.encode("utf-8"))
             try:
                 self._pump(child, emit, cancel)
             finally:
                 code = child.stop(self.kill_grace_seconds)
         if code != 0:
-            raise ProviderError(exit_message(code, child.stderr_tail()))
+            raise ProviderError(sandbox.explain_exit(self.settings, code, child.stderr_tail(),
+                                                     sandboxed=child.sandboxed))
 
     def _pump(self, child: _Child, emit: Emit, cancel: threading.Event) -> None:
         """Emit stdout lines until EOF, then wait for the command; raises ProviderError on cancel."""

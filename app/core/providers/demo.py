@@ -3,22 +3,24 @@
 Directives (anywhere in the prompt, one per line, run in order before the reply):
 ``/sleep N`` works for N seconds; ``/schedule <remote-schedule create flags>`` creates a
 schedule through the real ``scripts/remote-schedule`` CLI of the workspace; ``/complete [reason]``
-runs ``remote-schedule complete-current``. After the reply: ``/fail`` fails the turn; ``/marker``
+runs ``remote-schedule complete-current``. The CLI runs as an agent's tool would: in the agent
+sandbox (``app.core.sandbox``), with the system's ``python3``. After the reply: ``/fail`` fails the turn; ``/marker``
 ends the reply with the completion marker.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
 import sys
 import threading
 
-from app.core import envelope
+from app.core import envelope, sandbox
+from app.core.config import Settings
 from app.core.envelope import MARKER
 from app.core.providers.base import Emit, ProviderError, TurnRequest
+from app.core.workspace import agent_home
 
 SKILL_SEPARATOR = "\n\n---\n"
 MAX_SLEEP = 3600.0
@@ -56,8 +58,9 @@ def reply_for(text: str) -> str:
 class DemoProvider:
     name = "demo"
 
-    def __init__(self, word_delay: float = 0.04) -> None:
+    def __init__(self, word_delay: float = 0.04, settings: Settings | None = None) -> None:
         self.word_delay = word_delay
+        self.settings = settings or Settings()
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         text = request.text.split(SKILL_SEPARATOR, 1)[0]  # a fire's appended skill text is for real agents
@@ -85,16 +88,24 @@ class DemoProvider:
         if not request.env.get("SCHEDULE_API_TOKEN") or request.workspace is None:
             emit("I have no schedule tools in this chat: turn on the Scheduled tasks skill first.\n")
             return
-        cli = request.workspace / "scripts" / "remote-schedule"
-        env = {"PATH": os.defpath, "LANG": "C.UTF-8", **request.env}
+        # the server's interpreter is not visible in the sandbox; the system's python3 runs the CLI
+        python = sys.executable if self.settings.agent_sandbox == "off" else "python3"
+        # a sandbox that cannot run fails the turn (SandboxError) with what to do about it
+        home = agent_home(self.settings, request.project_id) if request.project_id is not None else request.workspace
+        launch = sandbox.prepare(self.settings, [python, "scripts/remote-schedule", *args],
+                                 workspace=request.workspace, home=home, env=request.env)
         try:
-            done = subprocess.run([sys.executable, str(cli), *args], cwd=request.workspace, env=env,
-                                  capture_output=True, text=True, timeout=60, check=False)
+            with launch.popen(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, start_new_session=True) as proc:
+                try:
+                    out, _ = proc.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()  # the sandbox's outer process: its whole PID namespace goes with it
+                    raise
         except (OSError, subprocess.TimeoutExpired) as exc:
             emit(f"remote-schedule could not run: {exc}\n")
             return
-        out = (done.stdout + done.stderr).strip()
-        emit(f"$ remote-schedule {shlex.join(args)}\n{out}\n(exit {done.returncode})\n")
+        emit(f"$ remote-schedule {shlex.join(args)}\n{out.strip()}\n(exit {proc.returncode})\n")
 
     def _stream(self, reply: str, emit: Emit, cancel: threading.Event) -> None:
         words = reply.split(" ")

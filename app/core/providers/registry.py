@@ -20,16 +20,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from app.core.agents import presets
 from app.core.config import Settings
+from app.core.errors import InvalidInput
 from app.core.models import Project
 from app.core.providers import openai
-from app.core.providers.acp import ASK_LATER, POLICIES, AcpConfig, AcpProvider
-from app.core.providers.acp_pool import AgentPool
+from app.core.providers.acp_settings import ASK_LATER, POLICIES, AcpConfig
 from app.core.providers.base import Provider, ProviderError
-from app.core.providers.command import NO_COMMAND, CommandProvider, base_environment, split_command
+from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
+
+if TYPE_CHECKING:
+    from app.core.providers.acp_pool import AgentPool
 
 # key → expected type; one table for every provider so a project can switch provider and keep its values
 SETTING_TYPES: dict[str, type] = {
@@ -51,6 +55,10 @@ def project_settings(project: Project | None) -> dict[str, object]:
         raise ProviderError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     if not isinstance(value, dict):
         raise ProviderError(f"{where} must be a JSON object")
+    return _validated(value, where)
+
+
+def _validated(value: dict[str, object], where: str) -> dict[str, object]:
     for key, item in value.items():
         if key.startswith(ENV_PREFIX):
             if not _ENV_NAME.fullmatch(key[len(ENV_PREFIX):]):
@@ -69,11 +77,11 @@ def project_settings(project: Project | None) -> dict[str, object]:
     return {key: item.strip() if isinstance(item, str) else item for key, item in value.items()}
 
 
-def _command(settings: Settings, options: Mapping[str, object], base_env: Mapping[str, str]) -> Provider:
+def _command(settings: Settings, options: Mapping[str, object]) -> Provider:
     line = str(options.get("command") or "") or settings.provider_command
     if not line.strip():
         raise ProviderError(NO_COMMAND)
-    return CommandProvider(split_command(line), base_env)
+    return CommandProvider(split_command(line), settings)
 
 
 def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
@@ -84,23 +92,51 @@ def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:
     return openai.OpenAIProvider(config)
 
 
-def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
-    """The acp provider's settings, checked; raises ProviderError naming the setting."""
+def checked_settings(provider: str, raw: Mapping[str, str]) -> dict[str, object]:
+    """What ``set-provider`` stores: the admin's KEY=VALUE strings, whole numbers parsed, checked as a
+    turn checks them (whether a preset is installed aside); raises InvalidInput naming the setting."""
+    values: dict[str, object] = dict(raw)
+    for key, text in raw.items():
+        if SETTING_TYPES.get(key) is int:
+            try:
+                values[key] = int(text.strip())
+            except ValueError:
+                raise InvalidInput(f"--setting {key}", f"{text!r} is not a whole number") from None
+    try:
+        options = _validated(values, "set-provider")
+        if provider == "acp":
+            agent, _, _ = _acp_choices(options)
+            check = presets.PRESETS[agent].check if agent else None
+            if check is not None:  # the preset's own settings (e.g. codex's base URL)
+                check({k: v for k, v in options.items() if isinstance(v, str)})
+    except ProviderError as exc:
+        raise InvalidInput("--setting", str(exc)) from None
+    return values
+
+
+def _acp_choices(options: Mapping[str, object]) -> tuple[str, str, str]:
+    """(agent, command, tool_policy) of acp settings; raises ProviderError naming the setting."""
     agent, command = str(options.get("agent") or ""), str(options.get("command") or "")
     if bool(agent) == bool(command):
         raise ProviderError("acp settings: set exactly one of agent (a preset: "
                             f"{', '.join(sorted(presets.PRESETS))}) or command (an ACP agent command line)")
+    if agent and agent not in presets.PRESETS:
+        raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
+                            f"{', '.join(sorted(presets.PRESETS))})")
     policy = str(options.get("tool_policy") or "allow")
     if policy == "ask":
         raise ProviderError(ASK_LATER)
     if policy not in POLICIES:
         raise ProviderError(f"acp setting tool_policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    return agent, command, policy
+
+
+def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
+    """The acp provider's settings, checked; raises ProviderError naming the setting."""
+    agent, command, policy = _acp_choices(options)
     preset = install_dir = None
     if agent:
-        preset = presets.PRESETS.get(agent)
-        if preset is None:
-            raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
-                                f"{', '.join(sorted(presets.PRESETS))})")
+        preset = presets.PRESETS[agent]
         try:
             install_dir = presets.require_installed(preset, settings.agents_dir)
         except presets.AgentInstallError as exc:
@@ -123,26 +159,37 @@ class ProviderFactory:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.base_env = base_environment()  # taken once, like the settings
-        self.agents = AgentPool(max_processes=settings.max_agent_processes,
-                                idle_seconds=settings.agent_idle_seconds,
-                                cancel_grace_seconds=settings.agent_cancel_grace_seconds)
+        self._agents = None  # the AgentPool, made (and the ACP SDK imported) by the first acp turn
+
+    @property
+    def agents(self) -> AgentPool:  # imported late: the SDK is heavy to load
+        if self._agents is None:
+            from app.core.providers.acp_pool import AgentPool
+
+            self._agents = AgentPool(max_processes=self.settings.max_agent_processes,
+                                     idle_seconds=self.settings.agent_idle_seconds,
+                                     cancel_grace_seconds=self.settings.agent_cancel_grace_seconds)
+        return self._agents
 
     def __call__(self, project: Project | None) -> Provider:
         settings = self.settings
         name = (project.provider if project and project.provider else None) or settings.provider
         if name == "demo":
-            return DemoProvider(settings.demo_word_delay_seconds)
+            return DemoProvider(settings.demo_word_delay_seconds, settings)
         if name == "command":
-            return _command(settings, project_settings(project), self.base_env)
+            return _command(settings, project_settings(project))
         if name == "openai":
             return _openai(settings, project_settings(project))
         if name == "acp":
-            return AcpProvider(acp_config(settings, project_settings(project)), self.agents, settings, self.base_env)
+            config = acp_config(settings, project_settings(project))
+            from app.core.providers.acp import AcpProvider  # the ACP SDK, loaded by the first acp turn
+
+            return AcpProvider(config, self.agents, settings)
         raise ProviderError(f"unknown provider {name!r}")
 
     def close(self) -> None:
-        self.agents.close()
+        if self._agents is not None:
+            self._agents.close()
 
 
 def make_provider_factory(settings: Settings) -> ProviderFactory:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import reflex as rx
+from reflex_base.event import EventSpec
 
 from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
+from app.core.models import Event
 from app.core.text import clean_prompt
 from app.ui import checks
-from app.ui.feed import feed_for
+from app.ui.feed import ChatFeed, feed_for
 from app.ui.state.session import AuthState, connected, may_read
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
@@ -21,13 +23,23 @@ POLL_SECONDS = 0.25
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
 
 
-def _events(chat_id: int, after: int):  # list[Event]
+def _events(chat_id: int, after: int) -> list[Event]:
     core = get_core()
     return runs.list_events(core.db, chat_id, after, runs.MAX_PAGE)
 
 
-async def _fetch(chat_id: int, after: int):  # list[Event]
+async def _fetch(chat_id: int, after: int) -> list[Event]:
     return await asyncio.to_thread(_events, chat_id, after)
+
+
+async def _read(chat_id: int, cursor: int, feed: ChatFeed | None) -> tuple[list[Event], ChatFeed | None]:
+    """Events after ``cursor``: from the chat's shared feed once caught up, else from the log."""
+    events = await feed.after(cursor, POLL_SECONDS) if feed is not None else None
+    if events is None:
+        events = await asyncio.to_thread(_events, chat_id, cursor)
+        if not events:
+            feed = feed_for(chat_id, cursor, _fetch)
+    return events, feed
 
 
 def _alive(chat_id: int) -> bool:
@@ -66,7 +78,7 @@ class ChatState(AuthState):
         user = await self._user()
         self._forget()
         try:
-            chat_id = checks.id_text(self.router.page.params.get("cid", ""), "chat")
+            chat_id = checks.id_text(self.router.url.path.rstrip("/").rsplit("/", 1)[-1], "chat")  # /chat/<cid>
             chat = await asyncio.to_thread(chats.get_chat, core.db, user, chat_id)
         except (InvalidInput, NotFound):
             self.missing = True
@@ -97,19 +109,11 @@ class ChatState(AuthState):
                 if self._generation != generation:
                     return None
                 cursor = self._cursor
-            events = await feed.after(cursor, POLL_SECONDS) if feed is not None else None
-            if events is None:
-                events = await asyncio.to_thread(_events, chat_id, cursor)
-                if not events:
-                    feed = feed_for(chat_id, cursor, _fetch)
+            events, feed = await _read(chat_id, cursor, feed)
             if not await connected(client):
                 return None
             if not await asyncio.to_thread(may_read, token, chat_id):
-                async with self:
-                    if self._generation != generation:
-                        return None
-                    await self._forget_tab()
-                return rx.redirect("/login")
+                return await self._signed_out(generation)
             quiet = 0 if events else quiet + 1
             usage = await run_usage(get_core().db, events or ())
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
@@ -121,7 +125,15 @@ class ChatState(AuthState):
                 await asyncio.sleep(POLL_SECONDS)
         return None
 
-    def _show(self, events: list, stale: bool, usage: dict) -> None:
+    async def _signed_out(self, generation: int) -> EventSpec | None:
+        """The session or the chat's access ended: forget the tab's data and go to the login page."""
+        async with self:
+            if self._generation != generation:
+                return None
+            await self._forget_tab()
+        return rx.redirect("/login")
+
+    def _show(self, events: list[Event], stale: bool, usage: dict) -> None:
         if events:
             self.messages = merge_events(self.messages, events, usage)
             self._cursor = events[-1].id

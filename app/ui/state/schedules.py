@@ -153,9 +153,10 @@ class ScheduleState(AuthState):
     @rx.event
     async def act(self, action: str, task_id: int):
         """One control of a row; a refusal's message goes to the drawer's callout."""
+        action = checks.choice(action, "action", tasks.ACTIONS)
         try:
             user = await self._user()
-            await asyncio.to_thread(tasks.act, user, checks.choice(action, "action", tasks.ACTIONS), task_id)
+            await asyncio.to_thread(tasks.act, user, action, task_id)
             self.notice = ""
         except ChatcronError as exc:
             self.notice = exc.message

@@ -1,0 +1,155 @@
+"""The command line of one sandboxed agent process: limits, the uid switch, bubblewrap (pure).
+
+The chain, each program exec'ing the next in the same process:
+
+    prlimit (limits, set while still root) → setpriv (becomes the agent uid on the host) →
+    bwrap (unprivileged: a user namespace mapping the agent uid to itself) → the agent
+
+Running bwrap as root with ``--unshare-user --uid N`` would NOT do: its process stays host uid 0
+(uid_map ``N 0 1``), owns every root file it can see, and RLIMIT_NPROC does not apply to it.
+setpriv runs before bwrap because the server is threaded (no ``preexec_fn``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+TMP_BYTES = 512 << 20  # /tmp and /dev/shm are memory-backed: capped
+SHM_BYTES = 64 << 20
+
+# What an agent CLI needs from /etc (DNS, TLS, time zone, dynamic linker, alternatives); the
+# rest (shadow, ssh host keys, the server's own configuration) does not exist inside.
+ETC_ENTRIES = (
+    "resolv.conf", "hosts", "host.conf", "gai.conf", "nsswitch.conf",
+    "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki",
+    "crypto-policies", "localtime", "timezone", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "alternatives", "mime.types", "protocols", "services", "os-release", "debian_version",
+    "gitconfig",
+)
+# host prefixes visible inside: a certificate variable pointing elsewhere is not passed on
+VISIBLE_PREFIXES = (Path("/usr"), Path("/etc/ssl"), Path("/etc/pki"), Path("/etc/ca-certificates"))
+TOP_LEVEL = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")  # links into /usr on a merged-/usr host
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Everything one sandboxed process is given. Paths are absolute host paths, bound at the same
+    place inside, so a path the server names (cwd, a token file) means the same thing there."""
+
+    workspace: Path
+    home: Path
+    read_only: tuple[Path, ...]
+    uid: int
+    gid: int
+    max_procs: int
+    max_file_bytes: int
+    max_memory_bytes: int
+    switch_uid: bool  # a root server: setpriv to the agent uid before bwrap
+    env_fd: int  # --args: the agent's environment as --setenv triples (an argv is world-readable)
+    passwd_fd: int  # --ro-bind-data: an /etc/passwd naming the agent uid, home = its HOME
+    group_fd: int
+
+
+def limits(plan: Plan) -> list[str]:
+    """prlimit: soft = hard, inherited by everything below. DATA, not AS (see Settings)."""
+    return ["prlimit", f"--nproc={plan.max_procs}", f"--fsize={plan.max_file_bytes}",
+            f"--data={plan.max_memory_bytes}", "--core=0", "--"]
+
+
+def switch_uid(plan: Plan) -> list[str]:
+    if not plan.switch_uid:
+        return []  # a non-root server cannot: bwrap maps the agent uid to the server's own
+    return ["setpriv", f"--reuid={plan.uid}", f"--regid={plan.gid}", "--clear-groups", "--"]
+
+
+def _namespaces(plan: Plan) -> list[str]:
+    return ["bwrap", "--unshare-user", "--uid", str(plan.uid), "--gid", str(plan.gid), "--disable-userns",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "agent", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--clearenv", "--args", str(plan.env_fd)]
+
+
+def _parents(paths: Iterable[Path]) -> list[Path]:
+    """Every folder above the bind destinations, outermost first (created 0755 explicitly:
+    bwrap makes missing ones 0700)."""
+    dests = set(paths)
+    found = {a for d in dests for a in d.parents} - {Path("/"), Path("/usr"), Path("/tmp")} - dests
+    return sorted(found, key=lambda a: (len(a.parts), str(a)))
+
+
+def _dirs(paths: Iterable[Path]) -> list[str]:
+    return [x for p in paths for x in ("--perms", "0755", "--dir", str(p))]
+
+
+def _system() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in TOP_LEVEL:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    for entry in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    return args
+
+
+def _under_tmp(path: Path) -> bool:
+    return path.is_relative_to("/tmp")
+
+
+def bwrap(plan: Plan) -> list[str]:
+    """The bwrap part: namespaces, a read-only tmpfs root holding only what the agent may see."""
+    own = [*plan.read_only, plan.workspace, plan.home]
+    parents = _parents([Path("/etc") / e for e in ETC_ENTRIES] + own)
+    args = _namespaces(plan)
+    args += _dirs(p for p in parents if not _under_tmp(p))
+    args += _system()
+    args += ["--ro-bind-data", str(plan.passwd_fd), "/etc/passwd", "--ro-bind-data", str(plan.group_fd), "/etc/group",
+             "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
+    # a bind under /tmp (a data dir there) needs its folders inside the private /tmp, which the agent
+    # may write: they go on a tmpfs of their own, made read-only below, so the agent cannot add to them
+    tops = sorted({Path("/tmp", p.relative_to("/tmp").parts[0]) for p in parents if _under_tmp(p)})
+    for top in tops:
+        args += ["--perms", "0755", "--size", str(1 << 20), "--tmpfs", str(top)]
+    args += _dirs(p for p in parents if _under_tmp(p) and p not in tops)
+    for path in plan.read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(plan.workspace), str(plan.workspace)]
+    if plan.home != plan.workspace:
+        args += ["--bind", str(plan.home), str(plan.home)]
+    # bwrap itself covers only /proc/{irq,bus}; the rest of /proc (sys/kernel/...) read-only too,
+    # and the tmpfs root: nothing is writable but the workspace, the home and /tmp
+    for top in tops:
+        args += ["--remount-ro", str(top)]
+    return args + ["--remount-ro", "/proc", "--remount-ro", "/", "--chdir", str(plan.workspace), "--"]
+
+
+def command(plan: Plan, argv: Iterable[str]) -> list[str]:
+    """The whole argv handed to Popen."""
+    return [*limits(plan), *switch_uid(plan), *bwrap(plan), *argv]
+
+
+def environment_args(env: dict[str, str]) -> bytes:
+    """The ``--args`` payload: NUL-separated ``--setenv NAME VALUE`` triples."""
+    out = bytearray()
+    for name, value in env.items():
+        if "\0" in name or "\0" in value or "=" in name or not name:
+            raise ValueError(f"environment variable {name!r} cannot be passed to the agent")
+        out += b"--setenv\0%s\0%s\0" % (name.encode(), value.encode())
+    return bytes(out)
+
+
+def passwd_lines(uid: int, gid: int, home: Path) -> tuple[bytes, bytes]:
+    """/etc/passwd and /etc/group naming the agent (a uid the host does not list would make node's
+    ``os.userInfo()`` throw), and nothing of the host's users."""
+    passwd = f"root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:{uid}:{gid}:agent:{home}:/bin/sh\n"
+    group = f"root:x:0:\nagent:x:{gid}:\n"
+    return passwd.encode(), group.encode()

@@ -1,0 +1,105 @@
+"""Gemini CLI and opencode install with the product's command and start an ACP session (SPEC §11).
+
+The bar for these two presets: ``install-agent`` (a no-op once ``setup --test`` installed them),
+then the agent the ``acp`` provider would launch for a project — the preset's command line, its
+environment and prepared home, through the provider's own plan and agent process — answers
+``initialize`` and ``session/new``. No model is called. Both are heavy (5–30 s to start on a
+loaded 2-core machine, 220–520 MB), so each starts once, on SQLite only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app import manage
+from app.core import projects
+from app.core.config import Settings
+from app.core.context import Core
+from app.core.models import Project
+from app.core.providers.acp import AcpProvider
+from app.core.providers.acp_agent import WarmAgent
+from app.core.providers.base import TurnRequest
+from app.core.workspace import agent_home, ensure_workspace
+from tests.agents.rig import TEST_AGENTS_DIR
+from tests.conftest import make_core, with_settings
+from tests.integration.apiclient import add_user
+
+START_SECONDS = 180.0
+
+pytestmark = pytest.mark.heavy_agent
+
+
+@pytest.fixture
+def core(settings: Settings) -> Iterator[Core]:
+    c = make_core(with_settings(settings, agents_dir_override=TEST_AGENTS_DIR))
+    yield c
+    c.prompts.shutdown(5.0)
+    c.db.dispose()
+
+
+def install(core: Core, name: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert manage.run(["install-agent", name], core) == 0
+        assert manage.run(["list-agents"], core) == 0
+    return out.getvalue()
+
+
+async def start_session(provider: AcpProvider, request: TurnRequest) -> tuple[dict, str, int]:
+    """(initialize result, new session id, peak RSS in kB) of the agent the provider would launch."""
+    plan, _ = provider.plan(request)
+    agent = await WarmAgent.start(plan.key, plan.launch())
+    try:
+        created = await agent.call(agent.conn.new_session(cwd=str(plan.cwd), mcp_servers=[]), START_SECONDS)
+        status = Path(f"/proc/{agent.proc.pid}/status").read_text()
+        peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+        init = agent.init.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return init, created.session_id, peak
+    finally:
+        await agent.close(5.0)
+
+
+CASES = {
+    # name: (project settings, package line list-agents prints, agent name in initialize)
+    "gemini": ({"env.GEMINI_API_KEY": "test-key-not-used"}, "gemini 0.61.0 (@google/gemini-cli@0.61.0)"),
+    "opencode": ({"tool_policy": "deny"}, "opencode 1.18.33 (opencode-ai@1.18.33)"),
+}
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # agent processes, not the store
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_preset_installs_and_starts_a_session(core: Core, name: str) -> None:
+    options, listed = CASES[name]
+    printed = install(core, name)
+    assert f"installed: {name} (" in printed and listed in printed.splitlines()
+
+    alice = add_user(core, "alice@example.com")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Alice's", alice)
+    projects.set_provider(core.db, project.id, "acp", {"agent": name, **options})
+    with core.db.read() as s:
+        row = s.get(Project, project.id)
+    provider = core.prompts.providers(row)
+    assert isinstance(provider, AcpProvider)
+    workspace = ensure_workspace(core.settings.workspaces_dir, project.id)
+    request = TurnRequest(chat_id=1, run_id=1, text="", workspace=workspace, project_id=project.id)
+
+    init, session_id, peak_kb = asyncio.run(start_session(provider, request))
+    assert init["agentCapabilities"]["loadSession"] is True
+    assert session_id
+    assert peak_kb < 1_500_000, f"{name} used {peak_kb} kB"
+    home = agent_home(core.settings, project.id)
+    if name == "gemini":
+        settings = json.loads((home / ".gemini" / "settings.json").read_text())
+        assert settings["privacy"] == {"usageStatisticsEnabled": False}
+        chats = [p.name for p in (home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")]
+        assert any(session_id[:8] in chat for chat in chats), f"gemini keeps its sessions in the agent home: {chats}"
+    else:
+        assert (home / ".local" / "share" / "opencode" / "opencode.db").is_file(), "opencode's sessions"
+        assert not (home / ".npm").exists(), "no package fetch at start"
