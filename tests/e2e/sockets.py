@@ -73,6 +73,11 @@ class Frames:
         raise AssertionError(f"{what}: no such frame within {timeout} s; got {got}")
 
 
+    def hydrated(self, page: Page) -> None:
+        """Wait until the page's newest socket has hydrated (an event sent earlier may be dropped)."""
+        opened = max((i for i, (_, t) in enumerate(self.seen) if t.startswith('0{"sid"')), default=0)
+        self.wait_for(page, opened, lambda text: '"is_hydrated_rx_state_":true' in text, what="hydration")
+
     def hydrate(self, page: Page, mark: int) -> str:
         """The first state frame of the next socket opened after ``mark``: all the tab's state holds."""
         def opened() -> int:

@@ -91,6 +91,7 @@ class Tab:
 
     def forge(self, name: str, payload: object) -> int:
         """Send one crafted event on the page's own socket; returns the frame mark before it."""
+        self.frames.hydrated(self.page)
         mark = self.frames.mark()
         path = urlparse(self.page.url).path or "/"
         cid = path.rsplit("/", 1)[-1] if path.startswith("/chat/") else None

@@ -37,9 +37,10 @@ def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[...
 
 
 @pytest.fixture
-def cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
-    """SQLite: only CHATCRON_DATA_DIR (the default store in it); PostgreSQL: CHATCRON_DATABASE_URL too."""
-    data_dir = tmp_path / "cli-data"
+def cli(db_url: str, data_root: Path) -> Iterator[Cli]:
+    """SQLite: only CHATCRON_DATA_DIR (the default store in it); PostgreSQL: CHATCRON_DATABASE_URL too.
+    The data dir is one the agent sandbox can reach, so the CLI has no set-up warning to print."""
+    data_dir = data_root / "cli-data"
     if db_url.startswith("sqlite"):
         yield Cli(cli_env(data_dir), data_dir, f"sqlite:///{(data_dir / 'chatcron.db').resolve()}")
     else:

@@ -16,7 +16,7 @@ from pathlib import Path
 import app
 
 ROOT = Path(app.__file__).resolve().parent.parent
-TIMEOUT = 60
+TIMEOUT = 180  # an upper bound: a loaded 2-core machine takes seconds per interpreter start
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -175,6 +176,20 @@ def alive(pid: int) -> bool:
     return True
 
 
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (in the sandbox the pool's pid is bubblewrap, the agent below it)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
 def warm_up(rig: AgentRig, model: AnthropicServer) -> int:
     """One quick turn, so the chat has a warm agent; returns its pid."""
     model.play(text("Ready."))
@@ -235,10 +250,12 @@ def test_a_hung_agent_is_cancelled_at_the_timeout_then_killed(quick_rig: AgentRi
     model.play(stall())
     handle = rig.core.prompts.start(rig.chat, "Take your time.")
     wait_for(model.stalling.is_set, WAIT, "the model call")
-    os.kill(pid, signal.SIGSTOP)  # deaf to session/cancel
+    stopped = tree(pid)
+    for each in stopped:  # the agent and everything it runs: deaf to session/cancel
+        os.kill(each, signal.SIGSTOP)
     result = finished(handle)
     assert result.status == RunStatus.FAILED and result.error == "timed out after 2 s", result
-    wait_for(lambda: not alive(pid), 10, "the hung agent to be killed")
+    wait_for(lambda: not any(alive(each) for each in stopped), 10, "the hung agent to be killed")
     assert rig.chat not in rig.pool.pids()
 
 

@@ -96,8 +96,8 @@ def test_admin_workflow(cli: Cli, store: Database) -> None:
         assert len(list(s.exec(select(Project).where(Project.name == "Demo project")))) == 1
 
 
-def test_invalid_user_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+def test_invalid_user_is_refused_and_nothing_is_written(data_root: Path) -> None:
+    data = data_root / "data"
     bad_email, short_password = run_concurrently([
         (cli_env(data), ("create-user", "--email", "not-an-email", "--password", "password-1")),
         (cli_env(data), ("create-user", "--email", "carol@example.com", "--password", "short")),
@@ -118,8 +118,8 @@ USAGE = [
 ]
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    results = run_concurrently([(cli_env(tmp_path / "data"), argv) for _, argv in USAGE])
+def test_usage_errors_exit_2(data_root: Path) -> None:
+    results = run_concurrently([(cli_env(data_root / "data"), argv) for _, argv in USAGE])
     for (name, _), result in zip(USAGE, results, strict=True):
         assert result.code == 2, f"{name}: {result}"
         assert "usage:" in result.err, f"{name}: {result}"
@@ -129,10 +129,10 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 BAD_CONFIG = [("CHATCRON_RUN_LEASE_SECONDS", "abc"), ("CHATCRON_PROVIDER", "gpt")]  # parse error, unknown name
 
 
-def test_bad_configuration_exits_2_naming_the_variable(tmp_path: Path) -> None:
-    results = run_concurrently([(cli_env(tmp_path / "data", **{name: value}), ("migrate",))
+def test_bad_configuration_exits_2_naming_the_variable(data_root: Path) -> None:
+    results = run_concurrently([(cli_env(data_root / "data", **{name: value}), ("migrate",))
                                 for name, value in BAD_CONFIG])
     for (name, _), result in zip(BAD_CONFIG, results, strict=True):
         assert result.code == 2, result
         assert name in result.err and "Traceback" not in result.err, result
-    assert not (tmp_path / "data" / "chatcron.db").exists()
+    assert not (data_root / "data" / "chatcron.db").exists()

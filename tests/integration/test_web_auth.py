@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from argon2 import PasswordHasher
@@ -182,7 +183,7 @@ def test_no_ticket_without_a_nonce(core: Core, user: User) -> None:
 PAGE_LOAD = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 
 
-def login_cookies(response) -> list[str]:  # an httpx response
+def login_cookies(response: httpx.Response) -> list[str]:
     return [h for h in response.headers.get_list("set-cookie") if h.startswith(auth.LOGIN_COOKIE + "=")]
 
 

@@ -13,6 +13,7 @@ tree (the ACP adapter and the Claude Code process it runs for the session).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 
@@ -69,6 +70,11 @@ def _first_text_ms(rig: AgentRig, loop, started: float, known: set[int]) -> floa
             elapsed = (time.monotonic() - started) * 1000
             known.add(row)
             return elapsed
+        with rig.core.db.read() as s:
+            ended = s.exec(select(Run).where(Run.source == RunSource.SCHEDULE.value, Run.chat_id == rig.chat,
+                                             Run.status != "running", Run.id.not_in(known or {0}))).first()
+        if ended is not None:
+            raise AssertionError(f"the fired run ended without text: {ended.status}: {ended.error}")
         time.sleep(0.001)
     raise AssertionError("no assistant_text from the fired run")
 
@@ -87,6 +93,7 @@ def bench(kind: str, sizes: Sizes) -> None:
     model = AnthropicServer()
     try:
         with prepared(kind, "bench-agent-") as b:
+            os.chmod(b.tmp, 0o711)  # the sandboxed agent's uid must traverse to its workspace and home
             rig = build_rig(b.settings, model, skill=False)
             try:
                 _measure(rig, sizes, kind)

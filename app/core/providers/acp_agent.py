@@ -126,7 +126,7 @@ class WarmAgent:
         except TimeoutError:
             raise ProviderError(f"the agent did not answer within {timeout:.0f} s") from None
         except acp.RequestError as exc:
-            if not self.alive or (exc.data or {}) == {} and "Connection closed" in str(exc):
+            if not self.alive:  # the error is the agent dying, not an answer
                 raise await self.exited(str(exc)) from None
             raise
 

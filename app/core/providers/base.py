@@ -29,7 +29,7 @@ class TurnRequest:
     session_id: str | None = None  # the session to continue (the chat's; None for a fresh one)
     history: tuple[tuple[str, str], ...] = ()  # (role, text) of earlier turns, oldest first
     project_id: int | None = None
-    previous_run_id: int | None = None  # the chat's latest turn before this one (a warm session knows it?)
+    previous_run_id: int | None = None  # the chat's latest turn before this one: is a warm session in step?
     fresh_session: bool = False  # a `session: fresh` fire: its session is its own, never the chat's
 
 
