@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -11,8 +12,10 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -24,6 +27,32 @@ from app.core.db import normalize_url
 from app.core.migrate import upgrade
 
 PG_ENV = "CHATCRON_TEST_POSTGRES_URL"
+
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)`` on a thread of its own.
+
+    The browser tests' Playwright (sync API, session-scoped) keeps its event loop marked as running
+    on the main thread until the session ends, so ``asyncio.run`` there fails in every later test.
+    """
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coro))
+        except BaseException as exc:  # re-raised on the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="run-async")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def pg_base_url() -> str | None:

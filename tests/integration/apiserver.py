@@ -41,8 +41,13 @@ class AsgiServer:
             self.server = Server(self.app, address="127.0.0.1", port=self.port, interface=Interfaces.ASGINL,
                                  log_enabled=False)
             self.loop.run_until_complete(self.server.serve())
+            # e.g. the app's own timers: end them, not drop them. On this thread: the browser tests'
+            # Playwright keeps a loop marked as running on the main thread for the whole session.
+            self.loop.run_until_complete(_cancel_the_rest())
         except BaseException as exc:  # surfaced by _wait_until_listening
             self.failure = exc
+        finally:
+            self.loop.close()
 
     def _wait_until_listening(self) -> None:
         deadline = time.monotonic() + 15
@@ -61,8 +66,6 @@ class AsgiServer:
             self.loop.call_soon_threadsafe(self.server.stop)
         self.thread.join(15)
         assert not self.thread.is_alive(), "granian did not stop"
-        self.loop.run_until_complete(_cancel_the_rest())  # e.g. the app's own timers: end them, not drop them
-        self.loop.close()
 
 
 async def _cancel_the_rest() -> None:

@@ -9,7 +9,6 @@ loaded 2-core machine, 220–520 MB), so each starts once, on SQLite only.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
@@ -28,7 +27,7 @@ from app.core.providers.acp_agent import WarmAgent
 from app.core.providers.base import TurnRequest
 from app.core.workspace import agent_home, ensure_workspace
 from tests.agents.rig import TEST_AGENTS_DIR
-from tests.conftest import make_core, with_settings
+from tests.conftest import make_core, run_async, with_settings
 from tests.integration.apiclient import add_user
 
 START_SECONDS = 180.0
@@ -90,7 +89,7 @@ def test_the_preset_installs_and_starts_a_session(core: Core, name: str) -> None
     workspace = ensure_workspace(core.settings.workspaces_dir, project.id)
     request = TurnRequest(chat_id=1, run_id=1, text="", workspace=workspace, project_id=project.id)
 
-    init, session_id, peak_kb = asyncio.run(start_session(provider, request))
+    init, session_id, peak_kb = run_async(start_session(provider, request))
     assert init["agentCapabilities"]["loadSession"] is True
     assert session_id
     assert peak_kb < 1_500_000, f"{name} used {peak_kb} kB"

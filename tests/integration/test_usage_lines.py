@@ -3,13 +3,13 @@ and PostgreSQL: recorded in the transaction that ends a run, as the prompt servi
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from app.core import auth, chats, projects, runs
 from app.core.models import RunSource, RunStatus
 from app.ui import usage
 from tests import store
+from tests.conftest import run_async
 
 
 def _run(core, chat_id: int, recorded: dict | str | None):
@@ -35,5 +35,5 @@ def test_usage_lines_of_finished_runs(core) -> None:
     assert usage.usage_lines(core.db, []) == {}
 
     events = runs.list_events(core.db, chat.id)
-    assert asyncio.run(usage.for_events(core.db, events)) == lines
-    assert asyncio.run(usage.for_events(core.db, [e for e in events if e.type != "run_finished"])) == {}
+    assert run_async(usage.for_events(core.db, events)) == lines
+    assert run_async(usage.for_events(core.db, [e for e in events if e.type != "run_finished"])) == {}
