@@ -125,10 +125,28 @@ def settings(data_root: Path, db_url: str) -> Settings:
                     run_lease_seconds=5, min_interval_seconds=60)
 
 
+_MADE: list[Core] = []  # every core the tests built, in order; see no_core_outlives_its_test
+
+
 def make_core(settings: Settings, clock=None) -> Core:
     core = build_core(settings, clock or SystemClock())
     upgrade(core.db)
+    _MADE.append(core)
     return core
+
+
+@pytest.fixture(autouse=True)
+def no_core_outlives_its_test() -> Iterator[None]:
+    """A core a test built and did not shut down is shut down after it: its heartbeat pump would
+    otherwise go on writing (or, its database gone, logging errors) through every later test and
+    take the CPU from them. Cores of wider-scoped fixtures were built before this and are theirs."""
+    first = len(_MADE)
+    yield
+    made = _MADE[first:]
+    del _MADE[first:]
+    for core in made:
+        core.prompts.shutdown(1.0)
+        core.db.dispose()
 
 
 @pytest.fixture

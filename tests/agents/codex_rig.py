@@ -20,7 +20,7 @@ from app.core.config import Settings
 from app.core.workspace import agent_home, workspace_path
 from app.schedules.model import ScheduledTask
 from tests.agents.responses_server import ResponsesServer
-from tests.agents.rig import AgentRig, agents_dir
+from tests.agents.rig import AGENT_LEASE_SECONDS, AgentRig, agents_dir
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer, free_port
@@ -76,6 +76,7 @@ class CodexRig(AgentRig):
 def build_codex_rig(settings: Settings, model: ResponsesServer, *, skill: bool = True,
                     **changes: object) -> CodexRig:
     port = free_port()
+    changes = {"run_lease_seconds": AGENT_LEASE_SECONDS, **changes}
     core = make_core(with_settings(settings, api_url=f"http://127.0.0.1:{port}",
                                    agents_dir_override=agents_dir("codex"), **changes))
     api = ApiServer(core, port)

@@ -28,6 +28,9 @@ from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer, free_port
 
 ROOT = Path(app.__file__).resolve().parent.parent
+# The product's default lease: a real agent CLI starting on a loaded 2-core machine can hold the
+# CPU for seconds, and the suite's 5 s lease then saw a live turn abandoned by its own process.
+AGENT_LEASE_SECONDS = 30
 TEST_AGENTS_DIR = Path(os.environ.get("CHATCRON_AGENTS_DIR") or ROOT / ".tools" / "agents")
 
 
@@ -80,6 +83,7 @@ class AgentRig:
 
 def build_rig(settings: Settings, model: AnthropicServer, *, skill: bool = True, **changes: object) -> AgentRig:
     port = free_port()
+    changes = {"run_lease_seconds": AGENT_LEASE_SECONDS, **changes}
     core = make_core(with_settings(settings, api_url=f"http://127.0.0.1:{port}", agents_dir_override=agents_dir(),
                                    **changes))
     api = ApiServer(core, port)
