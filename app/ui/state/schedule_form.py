@@ -18,6 +18,10 @@ from app.ui.state.session import AuthState
 # Fields whose errors wait until the user has typed in them (a fresh form is not an error).
 QUIET_UNTIL_TOUCHED = {"name", "prompt"}
 HIGHLIGHT_MS = 2400
+FOCUS_KEEP_JS = ("(() => { const until = Date.now() + 3000; const look = () => {"
+                 " const el = document.querySelector('[data-testid=\"schedule-discard-keep\"]');"
+                 " if (el) el.focus(); if (document.activeElement !== el && Date.now() < until)"
+                 " requestAnimationFrame(look); }; look(); })()")
 
 
 def show_card_js(task_id: int) -> str:
@@ -107,11 +111,12 @@ class ScheduleFormState(AuthState):
         """Escape, a click outside, Cancel or the close button: an untouched dialog closes at once,
         one with changes asks first."""
         if is_open or not self.form_open:
-            return
+            return None
         if schedule_form.changed(self._fields(), self._opened_with) and not self.saving:
             self.confirm_discard = True
-        else:
-            self.form_open = False
+            return rx.call_script(FOCUS_KEEP_JS)  # Radix leaves focus in the dialog underneath
+        self.form_open = False
+        return None
 
     @rx.event
     def keep_editing(self):
