@@ -41,7 +41,7 @@ def _new_chat(page: Page) -> str:
 
 def _open_drawer(page: Page) -> None:
     page.get_by_test_id("schedules-button").click()
-    expect(page.get_by_test_id("schedules-drawer")).to_be_visible()
+    expect(page.get_by_test_id("schedules-drawer")).to_be_visible(timeout=15_000)
 
 
 def _open_dialog(page: Page, name: str = "", prompt: str = "") -> None:
@@ -198,7 +198,7 @@ def test_escape_asks_before_discarding_typed_changes(sized: Page) -> None:
     page.keyboard.press("Escape")
     page.get_by_test_id("schedule-discard").click()
     expect(form).to_be_hidden()
-    expect(page.get_by_test_id("schedules-drawer")).to_be_visible()
+    expect(page.get_by_test_id("schedules-drawer")).to_be_visible(timeout=15_000)
     _open_dialog(page)
     expect(page.get_by_test_id("schedule-form-name")).to_have_value("")  # nothing of the discarded form
 
@@ -212,21 +212,32 @@ def _api(server, token: str, method: str, path: str, body: dict | None = None) -
         return json.loads(response.read() or b"{}")
 
 
+WATCH_HIGHLIGHT_JS = """() => { window.__highlighted = [];
+    new MutationObserver(changes => { for (const c of changes) {
+        const id = c.target.getAttribute('data-schedule-id');
+        if (c.target.getAttribute('data-highlight') === 'true' && !window.__highlighted.includes(id))
+            window.__highlighted.push(id); } })
+    .observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-highlight']}); }"""
+
+
 def test_create_confirms_and_shows_the_new_card(sized: Page, server) -> None:
     page = sized
     chat_id = _new_chat(page)
     token = server.manage("create-token", "--email", "demo@example.com")
     for i in range(8):  # enough cards that the new one lands below the drawer's fold
         _api(server, token, "POST", f"/api/chats/{chat_id}/schedules", {
-            "name": f"older {i}", "prompt": "p", "schedule": {"kind": "interval", "every_seconds": 3600 * (i + 1)}})
+            "name": f"older {i}", "prompt": "p", "schedule": {"kind": "interval", "every_seconds": 86400 * (i + 1)}})
     _open_drawer(page)
     expect(page.get_by_test_id("schedule-row")).to_have_count(8)
     _open_dialog(page, "the newest", "say it")
+    page.evaluate(WATCH_HIGHLIGHT_JS)  # notes every row that gets outlined, however briefly
     page.get_by_test_id("schedule-form-save").click()
     expect(page.get_by_test_id("schedule-form")).to_be_hidden()
     expect(page.get_by_text("Created “the newest”")).to_be_visible()
     card = page.get_by_test_id("schedule-row").filter(has_text="the newest")
-    expect(card).to_have_attribute("data-highlight", "true")
+    expect(card).to_have_count(1)
+    new_id = card.get_attribute("data-schedule-id")
+    page.wait_for_function("id => window.__highlighted.includes(id)", arg=new_id, timeout=10_000)
     page.wait_for_function("""() => {
         const card = [...document.querySelectorAll('[data-testid=schedule-row]')]
             .find(el => el.textContent.includes('the newest'));
@@ -236,5 +247,9 @@ def test_create_confirms_and_shows_the_new_card(sized: Page, server) -> None:
         const top = Math.max(d.top, 0), bottom = Math.min(d.bottom, innerHeight);
         const left = Math.max(d.left, 0), right = Math.min(d.right, innerWidth);
         return c.top >= top - 1 && c.bottom <= bottom + 1 && c.left >= left - 1 && c.right <= right + 1;
-    }""", timeout=5000)
-    expect(card).not_to_have_attribute("data-highlight", "true", timeout=5000)  # the flash is brief
+    }""", timeout=10_000)
+    expect(card).not_to_have_attribute("data-highlight", "true", timeout=10_000)  # the flash is brief
+    assert page.evaluate("window.__highlighted") == [new_id]  # only the new card
+    scrolled = page.evaluate("""id => { let el = document.querySelector(`[data-schedule-id="${id}"]`);
+        while (el && el.scrollTop === 0) el = el.parentElement; return !!el; }""", new_id)
+    assert scrolled, "the drawer was scrolled to reach the new card"

@@ -25,16 +25,21 @@ FOCUS_KEEP_JS = ("(() => { const until = Date.now() + 3000; const look = () => {
 
 
 def show_card_js(task_id: int) -> str:
-    """Scroll a drawer card into view and flash it (``data-highlight`` while it flashes); the row
-    may render a frame after this runs, so it is looked for until it appears (at most 5 s)."""
+    """Scroll a drawer card into view and outline it for HIGHLIGHT_MS (``data-highlight`` meanwhile).
+
+    The row may render after this runs, and a refresh may render it anew, so the current element
+    is looked up every 50 ms: found late, or replaced, it is scrolled to and outlined again."""
     selector = json.dumps(f'[data-testid="schedule-row"][data-schedule-id="{int(task_id)}"]')
-    return (f"(() => {{ const until = Date.now() + 5000; const look = () => {{"
-            f" const el = document.querySelector({selector});"
-            " if (!el) { if (Date.now() < until) requestAnimationFrame(look); return; }"
-            " el.scrollIntoView({behavior: 'smooth', block: 'nearest'}); el.setAttribute('data-highlight', 'true');"
-            " el.animate([{boxShadow: '0 0 0 3px var(--accent-9)'}, {boxShadow: '0 0 0 0 transparent'}],"
-            f" {{duration: {HIGHLIGHT_MS}, easing: 'ease-out'}})"
-            ".finished.then(() => el.removeAttribute('data-highlight')); }; look(); })()")
+    return (f"(() => {{ const sel = {selector}; const start = Date.now(); let seen = 0, last = null;"
+            " const tick = () => { const el = document.querySelector(sel); const now = Date.now();"
+            " if (el && !seen) seen = now;"
+            f" if (el && now - seen < {HIGHLIGHT_MS}) {{"
+            "  if (el !== last) { el.scrollIntoView({behavior: 'smooth', block: 'nearest'}); last = el; }"
+            "  el.setAttribute('data-highlight', 'true');"
+            "  el.style.boxShadow = '0 0 0 3px var(--accent-9)'; el.style.transition = 'box-shadow .6s ease-out'; }"
+            " else if (el) { el.removeAttribute('data-highlight'); el.style.boxShadow = ''; return; }"
+            " if (seen || now - start < 5000) setTimeout(tick, 50); };"
+            " tick(); })()")
 
 
 class ScheduleFormState(AuthState):
