@@ -21,29 +21,38 @@ from app.schedules.timing import next_occurrences
 MAX_PREVIEW = 50
 
 
-def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None) -> dict[str, Any]:
+def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None,
+            min_every_seconds: int = 1) -> dict[str, Any]:
     """Describe ``schedule`` (an API dict) and list its next ``count`` fires after ``now``.
 
     Returns ``{"kind", "description", "timezone", "fires": [{"utc": "…Z", "local": "…±hh:mm"}]}``.
     ``local`` is in the schedule's own zone for cron, else in ``display_timezone`` (default
     UTC). An interval is previewed as if armed at ``now``. Raises ScheduleError naming the
-    field for an invalid schedule, a once ``at`` not in the future, or a cron expression that
+    field for an invalid schedule (an interval below ``min_every_seconds`` included), a once
+    ``at`` not in the future (told as wall time in the display zone), or a cron expression that
     never fires within 8 years.
     """
-    parsed = parse_schedule(schedule)
+    parsed = parse_schedule(schedule, min_every_seconds=min_every_seconds)
     if not 1 <= count <= MAX_PREVIEW:
         raise ValueError(f"count must be between 1 and {MAX_PREVIEW}")
+    zone = _display_zone(parsed, display_timezone)
     if isinstance(parsed, OnceSchedule) and parsed.at <= now:
-        raise ScheduleError("schedule.at", f"{format_instant(parsed.at)} is not in the future")
+        raise ScheduleError("schedule.at", past_message(parsed.at, zone))
     armed_at = now if isinstance(parsed, IntervalSchedule) else None
     fires = next_occurrences(parsed, now, count, armed_at=armed_at)
-    zone = _display_zone(parsed, display_timezone)
     return {
         "kind": parsed.kind.value,
         "description": describe_schedule(parsed),
         "timezone": getattr(zone, "key", "UTC"),
         "fires": [{"utc": format_instant(fire), "local": fire.astimezone(zone).isoformat()} for fire in fires],
     }
+
+
+def past_message(at: datetime, zone: tzinfo) -> str:
+    """``2026-03-01 09:00 (Europe/Paris) is in the past`` — in the zone the time was given in."""
+    local = at.astimezone(zone)
+    clock = f"{local:%Y-%m-%d %H:%M:%S}" if local.second or local.microsecond else f"{local:%Y-%m-%d %H:%M}"
+    return f"{clock} ({getattr(zone, 'key', 'UTC')}) is in the past"
 
 
 def _display_zone(schedule: Any, display_timezone: str | None) -> tzinfo:

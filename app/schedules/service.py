@@ -93,8 +93,9 @@ class TaskService:
         if not isinstance(raw, dict):
             raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
         try:
-            schedule = parse_schedule(raw)
-            if partial_of is None or "schedule" in body:
+            checked = partial_of is None or "schedule" in body
+            schedule = parse_schedule(raw, min_every_seconds=self.settings.min_interval_seconds if checked else 1)
+            if checked:
                 self._check_timing(schedule)
         except ScheduleError as exc:
             raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
@@ -336,7 +337,7 @@ def _max_runs(value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
-        raise InvalidInput("max_runs", "must be a whole number from 1 to 1000000, or null")
+        raise InvalidInput("max_runs", "must be a whole number from 1 to 1000000 (leave it empty for no limit)")
     return value
 
 

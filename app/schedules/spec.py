@@ -77,8 +77,12 @@ _FIELDS = {
 }
 
 
-def parse_schedule(raw: object) -> Schedule:
-    """Validate an API-shaped schedule dict; raises ScheduleError naming the bad field."""
+def parse_schedule(raw: object, *, min_every_seconds: int = 1) -> Schedule:
+    """Validate an API-shaped schedule dict; raises ScheduleError naming the bad field.
+
+    ``min_every_seconds`` is the interval floor to report (the service passes the configured
+    minimum interval, so an interval of 0 is told the real floor, not a bare 1).
+    """
     if not isinstance(raw, Mapping):
         raise ScheduleError("schedule", "must be an object with a kind (once, cron or interval)")
     kind = _kind(raw.get("kind"))
@@ -93,7 +97,7 @@ def parse_schedule(raw: object) -> Schedule:
         return OnceSchedule(parse_instant(raw["at"], "schedule.at"))
     if kind is ScheduleKind.CRON:
         return _cron(raw["cron"], raw["timezone"])
-    return IntervalSchedule(_every(raw["every_seconds"]))
+    return IntervalSchedule(_every(raw["every_seconds"], max(min_every_seconds, 1)))
 
 
 def _kind(value: Any) -> ScheduleKind:
@@ -117,17 +121,32 @@ def _cron(expr: Any, timezone: Any) -> CronSchedule:
 
 
 def schedule_error_from(exc: CronError) -> ScheduleError:
-    """The ScheduleError the API reports for a CronError (zone problems name ``schedule.timezone``)."""
+    """The ScheduleError the API reports for a CronError (zone problems name ``schedule.timezone``).
+
+    The message names the culprit once: a problem of the whole expression or of the zone is
+    the field's own message (``schedule.cron: expected 5 fields …``); a problem of one cron
+    field keeps that field's name (``schedule.cron: minute: 61 is out of range 0-59``).
+    """
     field = "schedule.timezone" if exc.field == "timezone" else "schedule.cron"
-    return ScheduleError(field, str(exc))
+    whole = exc.field in ("timezone", "expression")
+    return ScheduleError(field, exc.message if whole else str(exc))
 
 
-def _every(value: Any) -> int:
+def _every(value: Any, floor: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScheduleError("schedule.every_seconds", f"must be a whole number of seconds, not {value!r}")
-    if not 1 <= value <= MAX_EVERY_SECONDS:
-        raise ScheduleError("schedule.every_seconds", f"must be between 1 and {MAX_EVERY_SECONDS} (8 years)")
+    if value < floor:
+        raise ScheduleError("schedule.every_seconds", interval_floor_message(value, floor))
+    if value > MAX_EVERY_SECONDS:
+        raise ScheduleError("schedule.every_seconds",
+                            f"must be at most 8 years ({MAX_EVERY_SECONDS} seconds), not {span(value)}")
     return value
+
+
+def interval_floor_message(every_seconds: int, floor_seconds: int) -> str:
+    """``must be at least 1 minute (30 seconds is too short)`` — the floor first, in words."""
+    given = f" ({span(every_seconds)} is too short)" if every_seconds > 0 else ""
+    return f"must be at least {span(floor_seconds)}{given}"
 
 
 def parse_instant(value: Any, field: str) -> datetime:
@@ -179,13 +198,24 @@ def describe_schedule(schedule: Schedule | Mapping[str, Any]) -> str:
     return describe_seconds(schedule.every_seconds)
 
 
-def describe_seconds(seconds: int) -> str:
-    """``Every 90 seconds`` → "Every 1 minute 30 seconds"; a single unit of one reads "Every hour"."""
+def _span_parts(seconds: int) -> list[tuple[int, str]]:
     parts = []
     for unit, size in (("day", DAY), ("hour", 3600), ("minute", 60), ("second", 1)):
         count, seconds = divmod(seconds, size)
         if count:
             parts.append((count, unit))
+    return parts
+
+
+def span(seconds: int) -> str:
+    """A positive duration in words: 60 → "1 minute", 90 → "1 minute 30 seconds"."""
+    parts = _span_parts(seconds) or [(0, "second")]
+    return " ".join(f"{count} {unit}{'s' if count != 1 else ''}" for count, unit in parts)
+
+
+def describe_seconds(seconds: int) -> str:
+    """``Every 90 seconds`` → "Every 1 minute 30 seconds"; a single unit of one reads "Every hour"."""
+    parts = _span_parts(seconds)
     if len(parts) == 1 and parts[0][0] == 1:
         return f"Every {parts[0][1]}"
-    return "Every " + " ".join(f"{count} {unit}{'s' if count != 1 else ''}" for count, unit in parts)
+    return f"Every {span(seconds)}"

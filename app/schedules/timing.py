@@ -20,6 +20,7 @@ from app.schedules.spec import (
     Schedule,
     ScheduleError,
     format_instant,
+    interval_floor_message,
     schedule_error_from,
 )
 
@@ -109,10 +110,8 @@ def validate_min_interval(schedule: Schedule, floor_seconds: int, *, now: dateti
         return
     if isinstance(schedule, IntervalSchedule):
         if schedule.every_seconds < floor_seconds:
-            raise ScheduleError(
-                "schedule.every_seconds",
-                f"{schedule.every_seconds} s is below the minimum interval of {floor_seconds} s",
-            )
+            raise ScheduleError("schedule.every_seconds",
+                                interval_floor_message(schedule.every_seconds, floor_seconds))
         return
     if not isinstance(schedule, CronSchedule):
         return

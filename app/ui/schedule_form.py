@@ -20,8 +20,10 @@ KINDS = ("once", "cron", "interval")
 LABELS = {
     "name": "Name", "prompt": "Prompt", "schedule": "Schedule", "schedule.kind": "Kind",
     "schedule.cron": "Cron expression", "schedule.timezone": "Time zone", "schedule.at": "Date and time",
-    "schedule.every_seconds": "Every (seconds)", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
+    "schedule.every_seconds": "Interval", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
 }
+# The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
+UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 # Which input shows a red outline for an error on each field.
 INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
           "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt"}
@@ -37,14 +39,16 @@ class FormFields:
     cron: str = "0 9 * * 1-5"
     timezone: str = "UTC"
     at: str = ""
-    every: str = "3600"
+    every: str = "1"
+    every_unit: str = "hours"
     overlap: str = Overlap.QUEUE_ONE.value
     session: str = SessionMode.RESUME.value
     max_runs: str = ""
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
-CHOICES = {"kind": KINDS, "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode)}
+CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
+           "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode)}
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
 LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32}
 
@@ -58,9 +62,25 @@ def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
 
 
 def explain(exc: InvalidInput) -> str:
-    """``Cron expression: minute: 61 is out of range 0-59`` — the field by its label, then why."""
+    """``Cron expression: minute: 61 is out of range 0-59`` — the field by its label (once), then why."""
     reason = exc.message.removeprefix(f"{exc.field}: ")
     return f"{LABELS.get(exc.field, exc.field)}: {reason}"
+
+
+def every_of(seconds: int) -> tuple[str, str]:
+    """(number, unit) for a stored interval: the largest unit that divides it (3600 → 1 hours)."""
+    for unit, size in sorted(UNITS.items(), key=lambda item: -item[1]):
+        if seconds % size == 0:
+            return str(seconds // size), unit
+    return str(seconds), "seconds"
+
+
+def wall_of(fields: FormFields) -> dt.datetime:
+    """The once task's typed wall time (naive), or InvalidInput on ``schedule.at``."""
+    try:
+        return dt.datetime.fromisoformat(fields.at.strip()).replace(tzinfo=None)
+    except ValueError:
+        raise InvalidInput("schedule.at", "pick a date and time") from None
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -79,15 +99,11 @@ def schedule_of(fields: FormFields) -> dict[str, Any]:
         try:
             every = int(fields.every.strip())
         except ValueError:
-            raise InvalidInput("schedule.every_seconds", "must be a whole number of seconds") from None
-        return {"kind": "interval", "every_seconds": every}
+            raise InvalidInput("schedule.every_seconds", f"must be a whole number of {fields.every_unit}") from None
+        return {"kind": "interval", "every_seconds": every * UNITS.get(fields.every_unit, 1)}
     if fields.kind == "once":
         zone = _zone(fields.timezone)
-        try:
-            wall = dt.datetime.fromisoformat(fields.at.strip())
-        except ValueError:
-            raise InvalidInput("schedule.at", "pick a date and time") from None
-        return {"kind": "once", "at": format_instant(wall.replace(tzinfo=zone))}
+        return {"kind": "once", "at": format_instant(wall_of(fields).replace(tzinfo=zone))}
     raise InvalidInput("schedule.kind", "must be once, cron or interval")
 
 
@@ -97,7 +113,7 @@ def body_of(fields: FormFields) -> dict[str, Any]:
     try:
         max_runs = int(raw) if raw else None
     except ValueError:
-        raise InvalidInput("max_runs", "must be a whole number, or empty for no limit") from None
+        raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
             "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs}
 
@@ -123,7 +139,8 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
     if kind == "cron":
         return dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     if kind == "interval":
-        return dataclasses.replace(base, every=str(schedule["every_seconds"]))
+        every, unit = every_of(schedule["every_seconds"])
+        return dataclasses.replace(base, every=every, every_unit=unit)
     at = parse_instant(schedule["at"], "schedule.at").astimezone(_zone(viewer_zone))
     return dataclasses.replace(base, at=f"{at:%Y-%m-%dT%H:%M:%S}" if at.second else f"{at:%Y-%m-%dT%H:%M}")
 
@@ -136,3 +153,19 @@ def default_at(now: dt.datetime, zone_name: str) -> str:
         zone = dt.UTC
     local = (now + dt.timedelta(hours=1)).astimezone(zone)
     return f"{local:%Y-%m-%dT%H}:00"
+
+
+def blocked_reason(error_field: str, fields: FormFields) -> str:
+    """Why Create/Save is disabled, shown beside the button: the field, and missing or invalid."""
+    if not error_field:
+        return ""
+    label = LABELS.get(error_field, error_field.rsplit(".", 1)[-1])
+    value = getattr(fields, INPUTS.get(error_field, ""), None)
+    if isinstance(value, str) and not value.strip():
+        return f"{label} is missing"
+    return f"{label} needs fixing (see the message above)"
+
+
+def changed(fields: FormFields, opened_with: dict[str, str]) -> bool:
+    """True when the dialog holds something other than what it opened with (closing would lose it)."""
+    return bool(opened_with) and dataclasses.asdict(fields) != opened_with

@@ -16,6 +16,7 @@ from app.core.context import get_core
 from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
+from app.schedules import clock_notes
 from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
@@ -85,13 +86,17 @@ class FormCheck:
 
 
 def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone: str) -> FormCheck:
-    """Validate like the service would on save, and preview the next 5 fires in the task's zone."""
+    """Validate like the service would on save, and preview the next 5 fires in the task's zone.
+
+    No fire is listed while the schedule itself is in error (a 1-second interval shows its
+    error, not five rows of "now"); an error in the name or prompt keeps the preview.
+    """
     service = task_service()
     check = FormCheck()
     try:
         schedule = schedule_form.schedule_of(fields)
         try:
-            _preview(check, schedule, service, fields.timezone or viewer_zone)
+            _preview(check, schedule, service, fields, viewer_zone)
         except InvalidInput:
             if original is None or original["schedule"] != schedule:
                 raise  # an unchanged schedule whose time has passed may still be renamed
@@ -101,21 +106,35 @@ def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone:
             service.validate(schedule_form.patch_of(fields, original), partial_of=_as_task(original))
     except InvalidInput as exc:
         check.error_field, check.error = exc.field, schedule_form.explain(exc)
+        if exc.field.startswith("schedule"):
+            check.description, check.fires = "", []
     return check
 
 
-def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, zone: str) -> None:
+def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, fields: FormFields,
+             viewer_zone: str) -> None:
+    now = service.clock.now()
     try:
-        shown = previews.preview(schedule, service.clock.now(), 5, display_timezone=zone)
+        shown = previews.preview(schedule, now, 5, display_timezone=fields.timezone or viewer_zone,
+                                 min_every_seconds=service.settings.min_interval_seconds)
     except ScheduleError as exc:
         raise InvalidInput(exc.field, exc.message) from None
-    now = service.clock.now()
-    check.description = schedule_views.describe(schedule, schedule_views.zone_of(shown["timezone"]))
     tz = schedule_views.zone_of(shown["timezone"])
+    check.description = schedule_views.describe(schedule, tz)
     for fire in shown["fires"]:
         at = parse_instant(fire["utc"], "utc")
         check.fires.append({"local": f"{schedule_views.short_time(at, tz)} {at.astimezone(tz).tzname()}",
-                            "relative": schedule_views.relative(at, now), "utc": fire["utc"]})
+                            "relative": schedule_views.relative(at, now), "utc": fire["utc"],
+                            "note": _clock_note(schedule, fields, at)})
+
+
+def _clock_note(schedule: dict[str, Any], fields: FormFields, at: Any) -> str:
+    """What a clock change does to this fire, in words ("" for most fires)."""
+    if schedule["kind"] == "cron":
+        return clock_notes.cron_note(schedule["cron"], schedule["timezone"], at)
+    if schedule["kind"] == "once":
+        return clock_notes.once_note(schedule_form.wall_of(fields), fields.timezone.strip())
+    return ""
 
 
 def _as_task(original: dict[str, Any]) -> ScheduledTask:

@@ -135,7 +135,8 @@ def test_drawer_screenshots(page: Page, server, tmp_path: Path) -> None:
     expect(page.get_by_test_id("schedule-form-preview")).to_contain_text("At 09:30, Monday through Friday")
     page.wait_for_timeout(DRAWER_ANIMATION_MS)
     _shot(page, tmp_path, "dialog.png")
-    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")  # the dialog holds a change: it asks first
+    page.get_by_test_id("schedule-discard").click()
     expect(page.get_by_test_id("schedule-form")).to_be_hidden()
     page.keyboard.press("Escape")
     expect(page.get_by_test_id("schedules-drawer")).to_be_hidden()
@@ -212,7 +213,8 @@ def test_agent_draft_is_armed_fired_paused_edited_and_deleted_live_in_two_tabs(
     # Edit into a cron schedule: the preview follows the typing, in the task's zone.
     row.get_by_test_id("schedule-edit").click()
     expect(page.get_by_test_id("schedule-form-name")).to_have_value("standup")
-    expect(page.get_by_test_id("schedule-form-every")).to_have_value("3600")
+    expect(page.get_by_test_id("schedule-form-every")).to_have_value("1")
+    expect(page.get_by_test_id("schedule-form-every-unit")).to_have_value("hours")
     preview = page.get_by_test_id("schedule-form-preview")
     expect(preview).to_contain_text("Every hour")
     page.get_by_test_id("schedule-form-kind").get_by_role("radio", name="Cron").click()
@@ -279,8 +281,9 @@ def test_form_errors_are_inline_name_the_field_and_block_save(page: Page) -> Non
     expect(save).to_be_enabled()
 
     page.get_by_test_id("schedule-form-kind").get_by_role("radio", name="Interval").click()
+    page.get_by_test_id("schedule-form-every-unit").select_option("seconds")
     page.get_by_test_id("schedule-form-every").fill("30")
-    _expect_error(page, "Every (seconds)", "below the minimum interval", "schedule-form-every")
+    _expect_error(page, "Interval", "must be at least 1 minute", "schedule-form-every")
     page.get_by_test_id("schedule-form-every").fill("900")
     page.get_by_test_id("schedule-form-name").fill("")
     _expect_error(page, "Name", "must not be empty", "schedule-form-name")

@@ -7,9 +7,13 @@ import zoneinfo
 import reflex as rx
 
 from app.core.config import load_settings
+from app.schedules.spec import span
+from app.ui.schedule_form import UNITS
 from app.ui.state.schedule_form import ScheduleFormState as F
 
 ZONE_LIST_ID = "cc-timezones"
+BLOCKED_ID = "schedule-form-blocked"
+TWO_COLUMNS = {"initial": "1", "sm": "2"}  # one column on a phone
 
 
 def _zone_options() -> rx.Component:
@@ -62,27 +66,47 @@ def _when() -> rx.Component:
                 _field("Cron expression", _input("cron", "schedule-form-cron", placeholder="0 9 * * 1-5",
                                                  font_family="var(--code-font-family)", auto_complete="off"),
                        "schedule-cron", "minute hour day month weekday"),
-                _timezone(), columns="2", spacing="3", width="100%")),
+                _timezone(), columns=TWO_COLUMNS, spacing="3", width="100%")),
             ("once", rx.grid(
                 _field("Date and time", _input("at", "schedule-form-at", type="datetime-local"), "schedule-at",
                        "Wall-clock time in that zone"),
-                _timezone(), columns="2", spacing="3", width="100%")),
+                _timezone(), columns=TWO_COLUMNS, spacing="3", width="100%")),
             _field("Every", rx.hstack(
-                _input("every", "schedule-form-every", type="number", min="1", step="1"),
-                rx.text("seconds", size="2", color_scheme="gray"), align="center", width="100%"),
-                "schedule-every"),
+                _input("every", "schedule-form-every", type="number", min="1", step="1"), _unit(),
+                align="center", width="100%"),
+                "schedule-every", f"At least {span(max(load_settings().min_interval_seconds, 1))}"),
         ),
         spacing="3", width="100%",
     )
 
 
+def _unit() -> rx.Component:
+    """The interval's unit, beside the number (the task stores seconds)."""
+    return rx.el.select(
+        *[rx.el.option(unit, value=unit) for unit in UNITS],
+        value=F.every_unit, on_change=lambda value: F.set_field("every_unit", value),
+        aria_label="Unit of the interval", id="schedule-every-unit",
+        custom_attrs={"data-testid": "schedule-form-every-unit"},
+        style={"height": "var(--space-6)", "padding": "0 var(--space-2)", "border_radius": "var(--radius-2)",
+               "border": "1px solid var(--gray-a7)", "background": "var(--color-surface)",
+               "color": "var(--gray-12)", "font_size": "var(--font-size-2)"},
+    )
+
+
 def _fire(fire: dict) -> rx.Component:
-    return rx.hstack(
-        rx.icon("clock", size=13, color="var(--gray-10)"),
-        rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
-        rx.spacer(),
-        rx.text(fire["relative"], size="1", color_scheme="gray"),
-        align="center", width="100%", custom_attrs={"data-testid": "schedule-form-fire"},
+    """One next fire; a clock change that moves it is said on its row."""
+    return rx.vstack(
+        rx.hstack(
+            rx.icon("clock", size=13, color="var(--gray-10)"),
+            rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
+            rx.spacer(),
+            rx.text(fire["relative"], size="1", color_scheme="gray"),
+            align="center", width="100%",
+        ),
+        rx.cond(fire["note"] != "",
+                rx.text(rx.icon("triangle-alert", size=12), " ", fire["note"], size="1", color_scheme="amber",
+                        custom_attrs={"data-testid": "schedule-form-fire-note"})),
+        spacing="0", width="100%", custom_attrs={"data-testid": "schedule-form-fire"},
     )
 
 
@@ -124,8 +148,8 @@ def _options() -> rx.Component:
                                   [("resume", "Continue chat"), ("fresh", "Fresh session")]),
                "schedule-session"),
         _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
-                                  placeholder="no limit"), "schedule-max_runs"),
-        columns="3", spacing="3", width="100%",
+                                  placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit"),
+        columns={"initial": "1", "sm": "3"}, spacing="3", width="100%",
     )
 
 
@@ -139,14 +163,40 @@ def _error() -> rx.Component:
 
 
 def _footer() -> rx.Component:
-    return rx.hstack(
+    """Cancel and Save; while Save is disabled the reason stands beside it (and describes it)."""
+    return rx.flex(
+        rx.cond(~F.valid & (F.blocked != ""),
+                rx.text(F.blocked, size="2", color_scheme="gray", id=BLOCKED_ID, margin_right="auto",
+                        custom_attrs={"data-testid": BLOCKED_ID})),
         rx.dialog.close(rx.button("Cancel", variant="soft", color_scheme="gray",
                                   custom_attrs={"data-testid": "schedule-form-cancel"})),
         rx.button(rx.cond(F.saving, rx.spinner(size="1"), rx.icon("check", size=15)),
                   rx.cond(F.editing_id != 0, "Save changes", "Create schedule"),
                   on_click=F.save, disabled=~F.valid | F.saving,
-                  custom_attrs={"data-testid": "schedule-form-save"}),
-        justify="end", spacing="3", width="100%",
+                  custom_attrs={"data-testid": "schedule-form-save",
+                                "aria-describedby": rx.cond(~F.valid, BLOCKED_ID, "")}),
+        justify="end", align="center", spacing="3", width="100%", wrap="wrap",
+    )
+
+
+def _discard_question() -> rx.Component:
+    """Asked when a dialog with changes is closed; Escape here means keep editing."""
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Discard changes?", size="4"),
+            rx.alert_dialog.description("What you typed in this schedule will be lost.", size="2"),
+            rx.flex(
+                rx.alert_dialog.cancel(rx.button("Keep editing", variant="soft", color_scheme="gray",
+                                                 on_click=F.keep_editing,
+                                                 custom_attrs={"data-testid": "schedule-discard-keep"})),
+                rx.alert_dialog.action(rx.button("Discard", color_scheme="red", on_click=F.discard,
+                                                 custom_attrs={"data-testid": "schedule-discard"})),
+                justify="end", spacing="3", margin_top="1em",
+            ),
+            max_width="400px", custom_attrs={"data-testid": "schedule-discard-confirm"},
+        ),
+        open=F.confirm_discard,
+        on_open_change=F.set_confirm_discard_open,
     )
 
 
@@ -172,6 +222,7 @@ def schedule_dialog() -> rx.Component:
                 _error(),
                 _footer(),
                 _zone_options(),
+                _discard_question(),
                 spacing="4", width="100%",
             ),
             max_width="600px",

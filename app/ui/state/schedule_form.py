@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 
 import reflex as rx
 
@@ -16,6 +17,29 @@ from app.ui.state.session import AuthState
 
 # Fields whose errors wait until the user has typed in them (a fresh form is not an error).
 QUIET_UNTIL_TOUCHED = {"name", "prompt"}
+HIGHLIGHT_MS = 2400
+FOCUS_KEEP_JS = ("(() => { const until = Date.now() + 3000; const look = () => {"
+                 " const el = document.querySelector('[data-testid=\"schedule-discard-keep\"]');"
+                 " if (el) el.focus(); if (document.activeElement !== el && Date.now() < until)"
+                 " requestAnimationFrame(look); }; look(); })()")
+
+
+def show_card_js(task_id: int) -> str:
+    """Scroll a drawer card into view and outline it for HIGHLIGHT_MS (``data-highlight`` meanwhile).
+
+    The row may render after this runs, and a refresh may render it anew, so the current element
+    is looked up every 50 ms: found late, or replaced, it is scrolled to and outlined again."""
+    selector = json.dumps(f'[data-testid="schedule-row"][data-schedule-id="{int(task_id)}"]')
+    return (f"(() => {{ const sel = {selector}; const start = Date.now(); let seen = 0, last = null;"
+            " const tick = () => { const el = document.querySelector(sel); const now = Date.now();"
+            " if (el && !seen) seen = now;"
+            f" if (el && now - seen < {HIGHLIGHT_MS}) {{"
+            "  if (el !== last) { el.scrollIntoView({behavior: 'smooth', block: 'nearest'}); last = el; }"
+            "  el.setAttribute('data-highlight', 'true');"
+            "  el.style.boxShadow = '0 0 0 3px var(--accent-9)'; el.style.transition = 'box-shadow .6s ease-out'; }"
+            " else if (el) { el.removeAttribute('data-highlight'); el.style.boxShadow = ''; return; }"
+            " if (seen || now - start < 5000) setTimeout(tick, 50); };"
+            " tick(); })()")
 
 
 class ScheduleFormState(AuthState):
@@ -29,7 +53,8 @@ class ScheduleFormState(AuthState):
     cron: str = "0 9 * * 1-5"
     timezone: str = "UTC"
     at: str = ""
-    every: str = "3600"
+    every: str = "1"
+    every_unit: str = "hours"
     overlap: str = "queue_one"
     session: str = "resume"
     max_runs: str = ""
@@ -39,7 +64,10 @@ class ScheduleFormState(AuthState):
     error_input: str = ""  # which input to outline in red
     valid: bool = False
     saving: bool = False
+    blocked: str = ""  # why Save is disabled, beside the button
+    confirm_discard: bool = False  # "Discard changes?" is asked
     _touched: list[str] = []
+    _opened_with: dict = {}  # the fields as the dialog opened, to tell whether closing loses anything
     _original: dict = {}
     _chat_id: int = 0  # the drawer's chat and viewer zone, copied when the dialog opens
     _zone: str = "UTC"
@@ -63,8 +91,7 @@ class ScheduleFormState(AuthState):
         zone = self._zone
         self._load(FormFields(timezone=zone, at=schedule_form.default_at(now, zone)))
         self.editing_id, self._original, self._touched = 0, {}, []
-        self.form_open, self.saving = True, False
-        await self._check()
+        await self._opened()
 
     @rx.event
     async def open_edit(self, task_id: int):
@@ -77,13 +104,38 @@ class ScheduleFormState(AuthState):
             return
         self._load(schedule_form.fields_of(task, self._zone))
         self.editing_id, self._original, self._touched = task.id, schedule_form.original_of(task), []
-        self.form_open, self.saving = True, False
+        await self._opened()
+
+    async def _opened(self) -> None:
+        self.form_open, self.saving, self.confirm_discard = True, False, False
+        self._opened_with = dataclasses.asdict(self._fields())
         await self._check()
 
     @rx.event
     def set_form_open(self, is_open: bool):
+        """Escape, a click outside, Cancel or the close button: an untouched dialog closes at once,
+        one with changes asks first."""
+        if is_open or not self.form_open:
+            return None
+        if schedule_form.changed(self._fields(), self._opened_with) and not self.saving:
+            self.confirm_discard = True
+            return rx.call_script(FOCUS_KEEP_JS)  # Radix leaves focus in the dialog underneath
+        self.form_open = False
+        return None
+
+    @rx.event
+    def keep_editing(self):
+        self.confirm_discard = False
+
+    @rx.event
+    def discard(self):
+        self.confirm_discard, self.form_open = False, False
+
+    @rx.event
+    def set_confirm_discard_open(self, is_open: bool):
+        """The question's own Escape / outside click means "keep editing"."""
         if not is_open:
-            self.form_open = False
+            self.confirm_discard = False
 
     @rx.event
     async def set_field(self, field: str, value: str):
@@ -101,6 +153,7 @@ class ScheduleFormState(AuthState):
         quiet = check.error_field in QUIET_UNTIL_TOUCHED and check.error_field not in self._touched
         self.error = "" if quiet else check.error
         self.error_input = "" if quiet else INPUTS.get(check.error_field, "")
+        self.blocked = schedule_form.blocked_reason(check.error_field, self._fields())
 
     @rx.event
     async def save(self):
@@ -113,16 +166,21 @@ class ScheduleFormState(AuthState):
         yield
         try:
             user = await self._user()
-            await asyncio.to_thread(tasks.save_form, user, self._chat_id, self.editing_id, self._fields(),
-                                    self._original or None)
+            task = await asyncio.to_thread(tasks.save_form, user, self._chat_id, self.editing_id, self._fields(),
+                                           self._original or None)
         except InvalidInput as exc:
             self.error, self.error_input, self.valid = schedule_form.explain(exc), INPUTS.get(exc.field, ""), False
+            self.blocked = schedule_form.blocked_reason(exc.field, self._fields())
             self.saving = False
             return
         except ChatcronError as exc:
             self.error, self.saving = exc.message, False
             return
-        self.form_open, self.saving = False, False
+        created = not self.editing_id
+        self.form_open, self.saving, self.confirm_discard = False, False, False
         drawer = await self.get_state(ScheduleState)
         drawer.notice = ""
         await drawer.refresh_quietly()
+        verb = "Created" if created else "Saved"
+        yield [rx.toast.success(f"{verb} “{task.name}”", position="bottom-right", duration=4000),
+               rx.call_script(show_card_js(task.id))]
