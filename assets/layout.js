@@ -4,7 +4,8 @@
 // - the Schedules drawer (rendered by the server while open): on opening, the keyboard focus
 //   moves into it; while it overlays the chat (narrower than 1100 px) Tab stays inside it and the
 //   page behind is inert; Escape closes it (unless a dialog above it took the key) and the focus
-//   goes back to the Schedules button.
+//   goes back to the Schedules button; a run-history click (which scrolls the transcript to that
+//   fire) closes an overlaying drawer so the fire is seen.
 (() => {
   const DRAWER = '[data-testid="schedules-drawer"]';
   const SIDEBAR = ".cc-sidebar";
@@ -129,6 +130,10 @@
     } else if (sidebarOpen() && (target.closest(".cc-sidebar-backdrop") ||
         target.closest(`${SIDEBAR} a[href], [data-testid="new-chat"]`))) {
       closeSidebar(false);
+    } else if (drawer && OVERLAY.matches && target.closest('[data-testid="schedule-run"]')) {
+      // "Show this fire in the transcript": an overlaying drawer steps aside so it can be seen.
+      const close = drawer.querySelector('[data-testid="schedules-close"]');
+      if (close) close.click();
     }
   });
 

@@ -150,6 +150,8 @@ def _open_drawer(page: Page) -> Locator:
     expect(drawer).to_be_visible()
     expect(page.get_by_test_id("schedule-row")).to_have_count(2)
     _settle(page, "[data-testid=schedules-drawer]")
+    timeline = page.get_by_test_id("schedules-timeline")
+    assert timeline.evaluate("el => el.scrollHeight <= el.clientHeight + 1"), "the timeline is squeezed"
     assert page.evaluate(FOCUS_IN_JS, "[data-testid=schedules-drawer]"), "the focus did not move into the drawer"
     return drawer
 
@@ -277,3 +279,15 @@ def test_narrow_drawer_overlays_and_keeps_the_keyboard(browser_page: Page, chat_
     expect(drawer).to_be_visible()
     page.locator(".cc-drawer-backdrop").click(position={"x": 20, "y": 400})
     expect(drawer).to_have_count(0)
+
+    # A fire picked in the run history is shown in the chat: the overlaying drawer steps aside.
+    _open_drawer(page)
+    row = page.get_by_test_id("schedule-row").filter(has_text="standup")
+    row.get_by_test_id("schedule-history-toggle").click()
+    fire = row.get_by_test_id("schedule-run").first
+    run_id = fire.get_attribute("data-run-id")
+    assert run_id, "the fire started a turn"
+    page.get_by_test_id("transcript").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    fire.click()
+    expect(drawer).to_have_count(0)
+    expect(page.locator(f'[data-testid=event][data-type=scheduled_prompt][data-run-id="{run_id}"]')).to_be_in_viewport()

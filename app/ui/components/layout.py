@@ -66,10 +66,13 @@ def sidebar_toggle() -> rx.Component:
     )
 
 
-def frame(*children: rx.Component) -> rx.Component:
+def frame(*children: rx.Component, page_has_toggle: bool = False) -> rx.Component:
+    """The sidebar and the main area; a page whose header holds `sidebar_toggle()` says so,
+    any other page gets a bar with the toggle above its content on phones."""
+    bar = () if page_has_toggle else (rx.box(sidebar_toggle(), class_name="cc-phone-bar"),)
     return rx.box(
         sidebar(),
         rx.box(class_name="cc-sidebar-backdrop", custom_attrs={"aria-hidden": "true"}),
-        rx.box(*children, class_name="cc-main"),
+        rx.box(*bar, *children, class_name="cc-main"),
         class_name="cc-frame",
     )

@@ -60,7 +60,7 @@ def timeline() -> rx.Component:
             position="relative", height=ScheduleState.lanes_height, margin_top="10px",
         ),
         rx.box(rx.foreach(ScheduleState.ticks, _tick_label), position="relative", height="18px", margin_top="6px"),
-        custom_attrs=_tid("schedules-timeline"), overflow="hidden",
+        custom_attrs=_tid("schedules-timeline"), overflow="hidden", flex_shrink="0",
         width="100%", padding="10px 12px 6px", border_radius="var(--radius-3)", background="var(--gray-a2)",
         border="1px solid var(--gray-a4)",
     )

@@ -62,7 +62,8 @@ def chat_page() -> rx.Component:
                 rx.cond(ChatState.project_chat, schedules_drawer()),
                 class_name="cc-chat-area",
             ),
-        )
+        ),
+        page_has_toggle=True,
     )
 
 
