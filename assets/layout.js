@@ -59,7 +59,13 @@
     }
   };
 
-  const watchDrawer = () => {
+  let path = location.pathname;
+
+  const watch = () => {
+    if (location.pathname !== path) { // another page (a chat chosen, a new chat, logged out)
+      path = location.pathname;
+      closeSidebar(false);
+    }
     const el = document.querySelector(DRAWER);
     if (el && el !== drawer) drawerOpened(el);
     else if (!el && drawer) drawerClosed();
@@ -139,5 +145,5 @@
 
   OVERLAY.addEventListener("change", drawerMode);
   PHONE.addEventListener("change", () => closeSidebar(false));
-  new MutationObserver(watchDrawer).observe(document.documentElement, { childList: true, subtree: true });
+  new MutationObserver(watch).observe(document.documentElement, { childList: true, subtree: true });
 })();

@@ -207,6 +207,13 @@ def test_phone_sidebar_waits_behind_its_toggle_and_the_chat_fits(browser_page: P
     expect(sidebar).to_be_hidden()
     expect(toggle).to_be_focused()
 
+    toggle.click()  # leaving the page from the sheet (here: logging out) leaves it closed behind
+    page.get_by_test_id("logout").click()
+    page.wait_for_url("**/login**")
+    login(page)
+    expect(page.get_by_test_id("sidebar-toggle")).to_be_visible()
+    expect(sidebar).to_be_hidden()
+
 
 @_sized(PHONE)
 def test_phone_drawer_is_full_width_and_its_cards_fit(browser_page: Page, chat_url: str, tmp_path: Path) -> None:
