@@ -298,3 +298,26 @@ def test_narrow_drawer_overlays_and_keeps_the_keyboard(browser_page: Page, chat_
     fire.click()
     expect(drawer).to_have_count(0)
     expect(page.locator(f'[data-testid=event][data-type=scheduled_prompt][data-run-id="{run_id}"]')).to_be_in_viewport()
+
+
+@_sized(PHONE)
+def test_phone_home_without_chats_offers_the_toggle_and_a_new_chat_closes_the_sheet(
+        browser_page: Page, server) -> None:
+    page = browser_page
+    server.manage("create-user", "--email", "fresh@example.com", "--password", "fresh-password-1")
+    server.manage("create-project", "--name", "Empty project", "--owner", "fresh@example.com")
+    page.goto("/login")
+    page.get_by_test_id("login-email").fill("fresh@example.com")
+    page.get_by_test_id("login-password").fill("fresh-password-1")
+    page.get_by_test_id("login-submit").click()
+    expect(page.get_by_role("heading", name="Pick a chat")).to_be_visible()
+    sidebar = page.locator(".cc-sidebar")
+    expect(sidebar).to_be_hidden()
+    _laid_out(page, ["sidebar-toggle"])
+    page.get_by_test_id("sidebar-toggle").click()
+    expect(sidebar).to_be_visible()
+    page.get_by_test_id("new-chat").click()
+    page.wait_for_url("**/chat/**")
+    expect(page.get_by_test_id("chat-title")).to_have_text("New chat")
+    expect(sidebar).to_be_hidden()
+    _laid_out(page, HEADER)
