@@ -248,9 +248,9 @@ def test_wide_drawer_sits_beside_the_chat_which_stays_usable(browser_page: Page,
     _shot(page, tmp_path, "desktop-drawer.png")
 
     # The chat stays usable: a message sent with the drawer open shows up in view, the drawer stays.
-    page.get_by_test_id("composer-input").fill("typed beside the drawer")
-    page.get_by_test_id("composer-send").click()
-    expect(page.locator(REPLY).last).to_have_text("Demo agent here. You said: typed beside the drawer", timeout=FIRE)
+    page.get_by_test_id("composer-input").fill("typed beside the drawer\n" + "\n".join("abcdefghijklmnop"))
+    page.get_by_test_id("composer-send").click()  # a tall message: the transcript now scrolls
+    expect(page.locator(REPLY).last).to_contain_text("You said: typed beside the drawer", timeout=FIRE)
     expect(page.locator(REPLY).last).to_be_in_viewport()
     expect(drawer).to_be_visible()
 
@@ -262,6 +262,18 @@ def test_wide_drawer_sits_beside_the_chat_which_stays_usable(browser_page: Page,
     expect(page.locator(REPLY).last).to_contain_text("You said: Summarise overnight alerts.", timeout=FIRE)
     expect(page.locator(REPLY).last).to_be_in_viewport()
     assert not _intersect(_box(page.locator(REPLY).last), _box(drawer)), "the new reply is under the drawer"
+
+    # A fire picked in the run history is scrolled into the visible transcript; the drawer stays.
+    row.get_by_test_id("schedule-history-toggle").click()
+    run = row.get_by_test_id("schedule-run").first
+    run_id = run.get_attribute("data-run-id")
+    page.get_by_test_id("transcript").evaluate("el => { el.scrollTop = 0; }")
+    run.click()
+    shown = page.locator(f'[data-testid=event][data-type=scheduled_prompt][data-run-id="{run_id}"]')
+    expect(shown).to_be_in_viewport()
+    expect(drawer).to_be_visible()
+    page.wait_for_function("() => document.querySelector('[data-testid=transcript]').scrollTop > 0")
+    assert not _intersect(_box(shown), _box(drawer)), "the fire shown is under the drawer"
 
     _close_with_escape(page)
 
