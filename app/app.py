@@ -29,7 +29,8 @@ app = rx.App(
     stylesheets=["/chatcron.css"],  # assets/chatcron.css
     backend_exception_handler=guard.calm_exception_handler,
     head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml"),
-                     rx.el.script(src="/transcript.js", defer=True)],  # assets/transcript.js: pins the transcript
+                     rx.el.script(src="/transcript.js", defer=True),  # assets/transcript.js: pins the transcript
+                     rx.el.script(src="/layout.js", defer=True)],  # assets/layout.js: sidebar sheet, drawer focus
 )
 app.add_middleware(guard.EventGuard())
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)

@@ -25,6 +25,7 @@ from tests.e2e.conftest import ROOT, login
 pytestmark = pytest.mark.e2e
 ZONE = "Europe/Paris"
 VIEWPORT = {"width": 1280, "height": 800}
+OVERLAY_VIEWPORT = {"width": 1000, "height": 800}  # narrower than 1100 px the drawer overlays the chat
 FIRE = 20_000  # ms: a fire is claimed within 250 ms; the demo reply streams for a second or two
 DRAWER_ANIMATION_MS = 600  # vaul slides the drawer in; screenshots wait for it to settle
 
@@ -325,6 +326,7 @@ def _unnamed_buttons(page: Page, testid: str) -> list[str]:
 
 
 def test_drawer_and_dialog_trap_focus_close_on_escape_and_name_their_buttons(page: Page) -> None:
+    page.set_viewport_size(OVERLAY_VIEWPORT)  # at 1100 px and wider the drawer sits beside the chat: no trap
     _new_chat(page)
     _open_drawer(page)
     _fill_form(page, "keyboard", "only keys")

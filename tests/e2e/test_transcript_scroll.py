@@ -112,6 +112,13 @@ def _open(page: Page, chat: History) -> None:
     expect(page.locator(REPLY)).to_have_count(chat.replies, timeout=15_000)
 
 
+def _choose(page: Page, chat_item) -> None:
+    """Open a chat from the sidebar (on a phone it waits behind `sidebar-toggle`)."""
+    if page.size_name == "phone":  # type: ignore[attr-defined]
+        page.get_by_test_id("sidebar-toggle").click()
+    chat_item.click()
+
+
 def _expect_pinned(page: Page) -> dict:
     """Wait (bounded) for the layout to settle at the bottom; fail with the last measurement."""
     deadline = time.monotonic() + 5
@@ -147,9 +154,9 @@ def test_a_long_chat_opens_at_its_newest_entry(sized: Page, long_chat: History, 
     expect(sized.locator(REPLY).last).to_be_in_viewport()
     _shot(sized, tmp_path, "opened")
 
-    sized.locator("[data-testid=chat-item]", has_text="Demo chat").first.click()
+    _choose(sized, sized.locator("[data-testid=chat-item]", has_text="Demo chat").first)
     expect(sized.get_by_test_id("chat-title")).to_have_text("Demo chat")
-    sized.locator(f'[data-testid=chat-item][data-chat-id="{long_chat.id}"]').click()
+    _choose(sized, sized.locator(f'[data-testid=chat-item][data-chat-id="{long_chat.id}"]'))
     expect(sized.get_by_test_id("chat-title")).to_have_text("Long history")
     expect(sized.locator(REPLY)).to_have_count(long_chat.replies)
     _expect_pinned(sized)

@@ -1,4 +1,7 @@
-"""Page frame: the sidebar with projects and chats, and the main area."""
+"""Page frame: the sidebar with projects and chats, and the main area.
+
+Below 768 px the sidebar is a sheet behind `sidebar-toggle` (assets/layout.js opens and closes it
+through ``<html data-sidebar>``; assets/chatcron.css lays it out)."""
 
 from __future__ import annotations
 
@@ -7,10 +10,12 @@ import reflex as rx
 from app.ui.state.nav import ChatLink, NavState, ProjectNode
 from app.ui.state.session import AuthState
 
+SIDEBAR_ID = "cc-sidebar"
+
 
 def _chat_link(chat: ChatLink) -> rx.Component:
     return rx.link(
-        rx.hstack(rx.icon("message-square", size=14), rx.text(chat.title, size="2", trim="both"),
+        rx.hstack(rx.icon("message-square", size=14, flex_shrink="0"), rx.text(chat.title, size="2", trim="both"),
                   align="center", spacing="2"),
         href=f"/chat/{chat.id}",
         underline="none",
@@ -47,11 +52,27 @@ def sidebar() -> rx.Component:
         rx.spacer(),
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),
-        width="260px", min_width="260px", height="100vh", padding="1em",
-        border_right="1px solid var(--gray-5)", background="var(--gray-2)", overflow_y="auto",
+        id=SIDEBAR_ID, class_name="cc-sidebar", padding="1em", spacing="2",
+        custom_attrs={"aria-label": "Projects and chats", "role": "navigation"},
     )
 
 
-def frame(*children: rx.Component) -> rx.Component:
-    return rx.hstack(sidebar(), rx.box(*children, flex="1", height="100vh", overflow="hidden"),
-                     spacing="0", width="100%")
+def sidebar_toggle() -> rx.Component:
+    """Shown below 768 px only (the stylesheet hides it wider); assets/layout.js toggles the sheet."""
+    return rx.icon_button(
+        rx.icon("menu", size=18), variant="ghost", size="2", color_scheme="gray",
+        aria_label="Show projects and chats", title="Projects and chats", class_name="cc-sidebar-toggle",
+        custom_attrs={"data-testid": "sidebar-toggle", "aria-controls": SIDEBAR_ID, "aria-expanded": "false"},
+    )
+
+
+def frame(*children: rx.Component, page_has_toggle: bool = False) -> rx.Component:
+    """The sidebar and the main area; a page whose header holds `sidebar_toggle()` says so,
+    any other page gets a bar with the toggle above its content on phones."""
+    bar = () if page_has_toggle else (rx.box(sidebar_toggle(), class_name="cc-phone-bar"),)
+    return rx.box(
+        sidebar(),
+        rx.box(class_name="cc-sidebar-backdrop", custom_attrs={"aria-hidden": "true"}),
+        rx.box(*bar, *children, class_name="cc-main"),
+        class_name="cc-frame",
+    )

@@ -9,7 +9,7 @@ from app.ui.schedule_views import Marker, RunRow, TaskRow, Tick
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 
-DRAWER_WIDTH = "min(520px, 100vw)"
+DRAWER_ID = "cc-schedules-drawer"  # its width and place by screen size: assets/chatcron.css
 
 
 def _tid(name: str, **extra: object) -> dict:
@@ -23,7 +23,9 @@ def schedules_button() -> rx.Component:
         rx.cond(ScheduleState.task_count > 0,
                 rx.badge(ScheduleState.task_count, variant="solid", radius="full", size="1")),
         variant="soft", size="2", aria_label="Open the schedules of this chat",
-        custom_attrs=_tid("schedules-button"),
+        on_click=ScheduleState.set_drawer_open(~ScheduleState.drawer_open),
+        custom_attrs=_tid("schedules-button", **{"aria-controls": DRAWER_ID,
+                                                 "aria-expanded": rx.cond(ScheduleState.drawer_open, "true", "false")}),
     )
 
 
@@ -58,7 +60,7 @@ def timeline() -> rx.Component:
             position="relative", height=ScheduleState.lanes_height, margin_top="10px",
         ),
         rx.box(rx.foreach(ScheduleState.ticks, _tick_label), position="relative", height="18px", margin_top="6px"),
-        custom_attrs=_tid("schedules-timeline"),
+        custom_attrs=_tid("schedules-timeline"), overflow="hidden", flex_shrink="0",
         width="100%", padding="10px 12px 6px", border_radius="var(--radius-3)", background="var(--gray-a2)",
         border="1px solid var(--gray-a4)",
     )
@@ -68,7 +70,8 @@ def _stat(label: str, *value: rx.Component, testid: str, title: object = "") -> 
     return rx.vstack(
         rx.text(label, size="1", color_scheme="gray", weight="medium", text_transform="uppercase",
                 letter_spacing="0.04em"),
-        rx.hstack(*value, spacing="1", align="center", custom_attrs={"data-testid": testid, "title": title}),
+        rx.hstack(*value, spacing="1", align="center", flex_wrap="wrap",
+                  custom_attrs={"data-testid": testid, "title": title}),
         spacing="0", min_width="0",
     )
 
@@ -83,7 +86,7 @@ def _stats(row: TaskRow) -> rx.Component:
                       rx.badge(row.last_status, color_scheme=row.last_color, variant="soft", size="1")),
               testid="schedule-last-run", title=row.last_abs),
         _stat("Runs", rx.text(row.runs, size="2"), testid="schedule-run-count"),
-        columns="3", spacing="3", width="100%",
+        grid_template_columns="repeat(auto-fit, minmax(7.5em, 1fr))", spacing="3", width="100%",
     )
 
 
@@ -110,19 +113,21 @@ def _actions(row: TaskRow) -> rx.Component:
                   on_click=act("run_now", row.id), aria_label="Run this schedule now",
                   title=rx.cond(row.can_run_now, "Fire once now", "A draft must be armed first"),
                   custom_attrs=_tid("schedule-run-now")),
-        rx.spacer(),
-        rx.tooltip(rx.hstack(rx.icon("user-round", size=13, color="var(--gray-10)"),
-                             rx.text(row.owner, size="1", color_scheme="gray", max_width="160px",
-                                     overflow="hidden", text_overflow="ellipsis", white_space="nowrap",
-                                     custom_attrs=_tid("schedule-owner")),
-                             align="center", spacing="1"),
-                   content="Owner: the fires run with this user's access"),
-        _icon_action("history", "Run history", "schedule-history-toggle",
-                     ScheduleState.toggle_history(row.id)),
-        _icon_action("pencil", "Edit schedule", "schedule-edit", ScheduleFormState.open_edit(row.id)),
-        _icon_action("trash-2", "Delete schedule", "schedule-delete", ScheduleState.ask_delete(row.id, row.name),
-                     color_scheme="red"),
-        align="center", spacing="2", width="100%", padding_top="4px",
+        rx.hstack(  # the owner and the icon actions wrap together, to the right
+            rx.tooltip(rx.hstack(rx.icon("user-round", size=13, color="var(--gray-10)"),
+                                 rx.text(row.owner, size="1", color_scheme="gray", max_width="160px",
+                                         overflow="hidden", text_overflow="ellipsis", white_space="nowrap",
+                                         custom_attrs=_tid("schedule-owner")),
+                                 align="center", spacing="1"),
+                       content="Owner: the fires run with this user's access"),
+            _icon_action("history", "Run history", "schedule-history-toggle",
+                         ScheduleState.toggle_history(row.id)),
+            _icon_action("pencil", "Edit schedule", "schedule-edit", ScheduleFormState.open_edit(row.id)),
+            _icon_action("trash-2", "Delete schedule", "schedule-delete", ScheduleState.ask_delete(row.id, row.name),
+                         color_scheme="red"),
+            align="center", spacing="2", margin_left="auto", min_width="0",
+        ),
+        align="center", spacing="2", width="100%", padding_top="4px", flex_wrap="wrap",
     )
 
 
@@ -163,17 +168,17 @@ def _row(row: TaskRow) -> rx.Component:
             rx.hstack(
                 rx.box(width="8px", height="8px", border_radius="50%", background=f"var(--{row.accent}-9)",
                        flex_shrink="0"),
-                rx.text(row.name, size="3", weight="bold", trim="both", custom_attrs=_tid("schedule-name")),
-                rx.spacer(),
+                rx.text(row.name, size="3", weight="bold", trim="both", flex="1", min_width="0",
+                        overflow_wrap="anywhere", custom_attrs=_tid("schedule-name")),
                 rx.cond(row.created_by == "agent",
                         rx.tooltip(rx.badge(rx.icon("bot", size=12), "agent", size="1", variant="outline",
                                             color_scheme="gray"), content="Proposed by the agent")),
                 rx.cond(row.pending != "", rx.badge(row.pending, variant="outline", size="1", color_scheme="blue")),
                 rx.badge(row.status, color_scheme=row.status_color, variant="soft", radius="full", size="2",
                          custom_attrs=_tid("schedule-status")),
-                align="center", width="100%", spacing="2",
+                align="center", width="100%", spacing="2", flex_wrap="wrap",
             ),
-            rx.hstack(rx.icon("repeat", size=13, color="var(--gray-10)"),
+            rx.hstack(rx.icon("repeat", size=13, color="var(--gray-10)", flex_shrink="0"),
                       rx.text(row.description, size="2", color_scheme="gray", custom_attrs=_tid("schedule-when")),
                       spacing="1", align="center"),
             _stats(row),
@@ -206,19 +211,19 @@ def _empty() -> rx.Component:
 def _drawer_header() -> rx.Component:
     return rx.hstack(
         rx.vstack(
-            rx.drawer.title("Schedules", style={"letter_spacing": "-0.01em"}),
-            rx.drawer.description("Standing prompts that fire into this chat.", color="var(--gray-11)"),
-            spacing="1",
+            rx.heading("Schedules", size="5", id="cc-schedules-title", style={"letter_spacing": "-0.01em"}),
+            rx.text("Standing prompts that fire into this chat.", size="2", color="var(--gray-11)"),
+            spacing="1", flex="1 1 12em", min_width="0",
         ),
-        rx.spacer(),
         rx.button(rx.icon("plus", size=15), "New", size="2", on_click=ScheduleFormState.open_new,
                   aria_label="New schedule", custom_attrs=_tid("schedules-new")),
         rx.tooltip(rx.icon_button(rx.icon("refresh-cw", size=15), variant="soft", size="2", color_scheme="gray",
                                   on_click=ScheduleState.refresh, aria_label="Refresh schedules",
                                   custom_attrs=_tid("schedules-refresh")), content="Refresh"),
-        rx.drawer.close(rx.icon_button(rx.icon("x", size=16), variant="ghost", size="2", color_scheme="gray",
-                                       aria_label="Close schedules", custom_attrs=_tid("schedules-close"))),
-        align="center", width="100%", spacing="2",
+        rx.icon_button(rx.icon("x", size=16), variant="ghost", size="2", color_scheme="gray",
+                       on_click=ScheduleState.set_drawer_open(False), aria_label="Close schedules",
+                       custom_attrs=_tid("schedules-close")),
+        align="center", width="100%", spacing="2", flex_wrap="wrap",
     )
 
 
@@ -272,22 +277,21 @@ def _drawer_body() -> rx.Component:
 
 
 def schedules_drawer() -> rx.Component:
-    """The header button and the right-hand drawer it opens (modal: focus stays inside, Escape closes)."""
-    return rx.drawer.root(
-        rx.drawer.trigger(schedules_button()),
-        rx.drawer.portal(
-            # z-index auto (not vaul's 50): dialogs opened from the drawer portal in later and paint above it.
-            rx.drawer.overlay(background="rgba(15, 17, 26, 0.28)", z_index="auto"),
-            rx.drawer.content(
+    """The drawer the header button opens: beside the transcript at 1100 px and wider, over it
+    (with a backdrop that closes it) narrower. assets/layout.js moves the focus into it, keeps Tab
+    inside it while it overlays, closes it on Escape and gives the focus back to the button."""
+    return rx.cond(
+        ScheduleState.drawer_open,
+        rx.fragment(
+            rx.box(class_name="cc-drawer-backdrop", on_click=ScheduleState.set_drawer_open(False),
+                   custom_attrs={"aria-hidden": "true"}),
+            rx.box(
                 _drawer_body(),
                 _confirm_delete(),
                 schedule_dialog(),
-                left="auto", z_index="auto", width=DRAWER_WIDTH, height="100vh", background="var(--color-panel-solid)",
-                border_left="1px solid var(--gray-a5)", box_shadow="-12px 0 32px rgba(0, 0, 0, 0.12)",
-                custom_attrs=_tid("schedules-drawer"),
+                id=DRAWER_ID, class_name="cc-drawer",
+                custom_attrs=_tid("schedules-drawer", role="dialog", tabIndex="-1",
+                                  **{"aria-labelledby": "cc-schedules-title"}),
             ),
         ),
-        open=ScheduleState.drawer_open,
-        on_open_change=ScheduleState.set_drawer_open,
-        direction="right",
     )

@@ -36,7 +36,7 @@ def _scheduled(row: dict) -> rx.Component:
     """A fire: who sent it (the task, which fire), the stored prompt, and the full envelope folded."""
     return rx.box(
         rx.hstack(
-            rx.icon("alarm-clock", size=14, color="var(--amber-11)"),
+            rx.icon("alarm-clock", size=14, color="var(--amber-11)", flex_shrink="0"),
             rx.text("Scheduled task ", rx.el.strong(row["task"]), size="2", color="var(--amber-12)"),
             rx.badge("fire ", row["fire"], color_scheme="amber", variant="surface", size="1"),
             align="center", spacing="2", custom_attrs={"data-testid": "scheduled-header"},

@@ -1,11 +1,15 @@
-"""The chat page: header (skills, Schedules drawer), live transcript, composer."""
+"""The chat page: header (skills, Schedules drawer), live transcript, composer.
+
+The chat column and the Schedules drawer sit in one row: at 1100 px and wider the drawer takes its
+place beside the transcript; narrower it overlays the column (assets/chatcron.css), and
+assets/layout.js moves the keyboard focus into it."""
 
 from __future__ import annotations
 
 import reflex as rx
 
-from app.ui.components.layout import frame
-from app.ui.components.schedules import schedules_drawer
+from app.ui.components.layout import frame, sidebar_toggle
+from app.ui.components.schedules import schedules_button, schedules_drawer
 from app.ui.components.transcript import composer, transcript
 from app.ui.state.chat import ChatState
 from app.ui.state.nav import NavState
@@ -14,25 +18,37 @@ from app.ui.state.session import AuthState
 
 
 def _header() -> rx.Component:
-    return rx.hstack(
-        rx.heading(ChatState.title, size="4", custom_attrs={"data-testid": "chat-title"}),
-        rx.spacer(),
+    return rx.box(
+        rx.box(
+            sidebar_toggle(),
+            rx.heading(ChatState.title, size="4", class_name="cc-chat-title", title=ChatState.title,
+                       custom_attrs={"data-testid": "chat-title"}),
+            class_name="cc-header-title",
+        ),
         rx.cond(
             ChatState.project_chat,
-            rx.hstack(
+            rx.box(
                 rx.el.label(
                     rx.hstack(
                         rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
                                   custom_attrs={"data-testid": "skill-scheduled-tasks"}),
-                        rx.text("Scheduled tasks", size="2"),
+                        rx.text("Scheduled tasks", size="2", white_space="nowrap"),
                         align="center",
                     ),
                 ),
-                schedules_drawer(),
-                align="center", spacing="4",
+                schedules_button(),
+                class_name="cc-header-controls",
             ),
         ),
-        align="center", padding="1em", border_bottom="1px solid var(--gray-5)", width="100%",
+        class_name="cc-header",
+    )
+
+
+def _missing() -> rx.Component:
+    return rx.box(
+        rx.box(rx.box(sidebar_toggle(), class_name="cc-header-title"), class_name="cc-header"),
+        rx.center(rx.text("This chat does not exist or you cannot see it."), flex="1"),
+        class_name="cc-chat-column",
     )
 
 
@@ -40,9 +56,14 @@ def chat_page() -> rx.Component:
     return frame(
         rx.cond(
             ChatState.missing,
-            rx.center(rx.text("This chat does not exist or you cannot see it."), height="100%"),
-            rx.vstack(_header(), transcript(), composer(), spacing="0", height="100vh", width="100%"),
-        )
+            _missing(),
+            rx.box(
+                rx.box(_header(), transcript(), composer(), class_name="cc-chat-column"),
+                rx.cond(ChatState.project_chat, schedules_drawer()),
+                class_name="cc-chat-area",
+            ),
+        ),
+        page_has_toggle=True,
     )
 
 
