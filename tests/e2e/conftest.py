@@ -122,3 +122,10 @@ def login(page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> None:
     page.get_by_test_id("login-submit").click()
     page.wait_for_url("**/chat/**")
     page.get_by_test_id("chat-title").wait_for()
+
+
+def reveal_sidebar(page) -> None:
+    """On a narrow page the sidebar waits behind `sidebar-toggle`: open it (a no-op when wide or open)."""
+    toggle = page.get_by_test_id("sidebar-toggle").first
+    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()

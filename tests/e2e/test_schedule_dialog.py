@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import login
+from tests.e2e.conftest import login, reveal_sidebar
 
 pytestmark = pytest.mark.e2e
 ZONE = "Europe/Paris"
@@ -33,6 +33,7 @@ def _new_chat(page: Page) -> str:
     """Log in, open a fresh project chat and its drawer; returns the chat id."""
     login(page)
     first = page.url
+    reveal_sidebar(page)
     page.get_by_test_id("new-chat").first.click()
     page.wait_for_url(lambda url: "/chat/" in url and url != first)
     expect(page.get_by_test_id("chat-title")).to_have_text("New chat")
