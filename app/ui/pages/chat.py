@@ -12,6 +12,9 @@ from app.ui.state.nav import NavState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
+SCHEDULED_TASKS_HELP = ("Lets the agent create schedules in this chat. What it creates is a draft: "
+                        "nothing fires until you arm it in Schedules.")
+
 
 def _header() -> rx.Component:
     return rx.hstack(
@@ -22,8 +25,11 @@ def _header() -> rx.Component:
             rx.hstack(
                 rx.el.label(
                     rx.hstack(
-                        rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
-                                  custom_attrs={"data-testid": "skill-scheduled-tasks"}),
+                        rx.tooltip(
+                            rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
+                                      custom_attrs={"data-testid": "skill-scheduled-tasks"}),
+                            content=SCHEDULED_TASKS_HELP,
+                        ),
                         rx.text("Scheduled tasks", size="2"),
                         align="center",
                     ),
