@@ -23,16 +23,16 @@ def _header() -> rx.Component:
         rx.cond(
             ChatState.project_chat,
             rx.hstack(
-                rx.el.label(
-                    rx.hstack(
-                        rx.tooltip(
+                rx.tooltip(  # on the label: the switch keeps its own data-state (checked/unchecked)
+                    rx.el.label(
+                        rx.hstack(
                             rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
                                       custom_attrs={"data-testid": "skill-scheduled-tasks"}),
-                            content=SCHEDULED_TASKS_HELP,
+                            rx.text("Scheduled tasks", size="2"),
+                            align="center",
                         ),
-                        rx.text("Scheduled tasks", size="2"),
-                        align="center",
                     ),
+                    content=SCHEDULED_TASKS_HELP,
                 ),
                 schedules_drawer(),
                 align="center", spacing="4",
