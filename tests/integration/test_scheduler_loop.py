@@ -348,6 +348,8 @@ def test_once_task_is_completed_after_its_fire(rig: Rig) -> None:
     assert (row.status, row.occurrence_at) == ("succeeded", at(30))
     task = rig.task(task_id)
     assert (task.status, task.next_run_at, task.run_count) == ("completed", None, 1)
+    [run] = rig.fired_runs()
+    assert run.prompt == envelope("Build watch", "Check the nightly build.", "1/1")  # SPEC §16: a once task
 
 
 def test_failing_fires_back_off_and_five_in_a_row_put_the_task_in_error(rig_with: Callable[..., Rig]) -> None:
