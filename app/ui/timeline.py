@@ -22,6 +22,7 @@ TIMELINE_DAYS = 7
 DOTS_PER_TASK = 56  # ~8 a day: more and the 8 px dots of a 500 px lane merge; the task is aggregated
 COUNT_LIMIT = 2016  # fires counted per task (every 5 min for a week); more reads "2016+"
 DAY = dt.timedelta(days=1)
+LABEL_ROOM = 0.93  # a day label ("Wed 9", ~7 % of a lane) starting later would run past the timeline
 
 
 @dataclasses.dataclass
@@ -156,10 +157,15 @@ def _midnight(day: dt.date, zone: dt.tzinfo) -> dt.datetime:
 
 
 def day_ticks(now: dt.datetime, zone: dt.tzinfo, days: int = TIMELINE_DAYS) -> list[Tick]:
-    """Local midnights after ``now`` within ``days`` days, labelled with the weekday."""
+    """Local midnights after ``now`` within ``days`` days, labelled with the weekday (a midnight too
+    close to the end of the window has no room for its label: its line only)."""
     span = dt.timedelta(days=days)
-    return [Tick(left=_percent(_midnight(day, zone) - now, span), label=f"{day:%a} {day.day}")
-            for day in _days_after(now, zone, span)]
+    ticks = []
+    for day in _days_after(now, zone, span):
+        offset = _midnight(day, zone) - now
+        label = f"{day:%a} {day.day}" if offset / span <= LABEL_ROOM else ""
+        ticks.append(Tick(left=_percent(offset, span), label=label))
+    return ticks
 
 
 def _percent(offset: dt.timedelta, span: dt.timedelta) -> str:

@@ -125,6 +125,17 @@ def test_a_dense_interval_is_aggregated_on_the_timeline(sized: Page, server, tok
     next_run = sized.get_by_test_id("schedule-next-run")
     expect(next_run).to_have_text(re.compile(r"^in (9|10) min\s*· \w{3} \d\d:\d\d$"))  # in the viewer's zone
     _inside_viewport(sized, next_run)
+    _controls_inside(sized.get_by_test_id("schedule-row"))
+
+
+def _controls_inside(row: Locator) -> None:
+    """Every control of a card lies inside the card (a narrow card wraps its controls, never clips them)."""
+    card = row.bounding_box()
+    assert card is not None
+    for control in row.get_by_role("button").all():
+        box = control.bounding_box()
+        assert box and box["x"] >= card["x"] - 0.5 and box["x"] + box["width"] <= card["x"] + card["width"] + 0.5, \
+            (control.get_attribute("aria-label"), box, card)
 
 
 def test_the_schedules_button_signals_an_agents_draft(sized: Page, server, token: str) -> None:

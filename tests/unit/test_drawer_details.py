@@ -188,3 +188,10 @@ def test_the_last_run_cell_reads_plainly(fields: dict, rel: str, status: str) ->
 def test_a_once_task_counts_its_runs_out_of_one() -> None:
     assert schedule_views.task_row(task(ONCE), NOW, "UTC").runs == "0 / 1"
     assert schedule_views.task_row(task(EVERY_10_MIN), NOW, "UTC").runs == "0 / ∞"
+
+
+def test_a_midnight_at_the_very_end_of_the_week_keeps_its_line_but_not_its_label() -> None:
+    late = dt.datetime(2026, 3, 27, 22, 30, tzinfo=dt.UTC)  # 23:30 in Paris; summer time starts on the 29th
+    ticks = timeline.day_ticks(late, schedule_views.zone_of("Europe/Paris"))
+    assert [t.label for t in ticks] == ["Sat 28", "Sun 29", "Mon 30", "Tue 31", "Wed 1", "Thu 2", "Fri 3", ""]
+    assert ticks[-1].left == "99.702%"  # Saturday's midnight, 30 min before the window ends: no room for "Sat 4"

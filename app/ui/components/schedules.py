@@ -115,7 +115,8 @@ def _stats(row: TaskRow) -> rx.Component:
                       rx.badge(row.last_status, color_scheme=row.last_color, variant="soft", size="1")),
               testid="schedule-last-run", title=row.last_abs),
         _stat("Runs", rx.text(row.runs, size="2"), testid="schedule-run-count"),
-        columns="3", spacing="3", width="100%",
+        # the next run carries its wall time: its column is the widest
+        grid_template_columns="minmax(0, 1.6fr) minmax(0, 1fr) minmax(0, 0.7fr)", spacing="3", width="100%",
     )
 
 
@@ -156,7 +157,7 @@ def _actions(row: TaskRow) -> rx.Component:
         _icon_action("pencil", "Edit schedule", "schedule-edit", ScheduleFormState.open_edit(row.id)),
         _icon_action("trash-2", "Delete schedule", "schedule-delete", ScheduleState.ask_delete(row.id, row.name),
                      color_scheme="red"),
-        align="center", spacing="2", width="100%", padding_top="4px",
+        align="center", spacing="2", width="100%", padding_top="4px", flex_wrap="wrap",  # a phone wraps, not clips
     )
 
 
