@@ -42,10 +42,12 @@ class Envelope:
         return build(self.name, self.prompt, self.fire_number, self.max_runs)
 
 
-def fire_bound(max_runs: int | None, once: bool) -> int | None:
+def fire_bound(max_runs: int | None, once: bool, fires: int = 1) -> int | None:
     """How many fires a task has at most, as its envelope says: 1 for a once task, else its
-    ``max_runs`` (None: no limit, written ∞)."""
-    return 1 if once else max_runs
+    ``max_runs`` (None: no limit, written ∞). ``fires``: the fires counted so far (this one
+    included) — a user's run-now before a once task's time is an extra fire, so its scheduled
+    fire reads 2/2, never 2/1."""
+    return max(1, fires) if once else max_runs
 
 
 def build(name: str, prompt: str, fire_number: int, max_runs: int | None) -> str:

@@ -162,7 +162,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
     (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines."""
     zone = task_zone(task, viewer_zone)
     status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
-    bound = envelope.fire_bound(task.max_runs, once=task.schedule_dict().get("kind") == "once")
+    bound = envelope.fire_bound(task.max_runs, task.schedule_dict().get("kind") == "once", task.run_count)
     next_at = task.retry_at if task.retry_at and (not task.next_run_at or task.retry_at < task.next_run_at) \
         else task.next_run_at
     next_at = next_at if status is TaskStatus.ACTIVE else None

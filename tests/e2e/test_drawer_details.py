@@ -90,7 +90,7 @@ def test_a_once_task_fires_1_of_1_and_completed_offers_no_run_now(sized: Page, s
     task = _api(server, token, "POST", f"/api/chats/{chat}/schedules", {
         "name": "ping", "prompt": "say hello once", "schedule": {"kind": "once", "at": at}})
     fired = sized.locator("[data-testid=event][data-type=scheduled_prompt]").last
-    expect(fired.get_by_test_id("scheduled-header")).to_have_text(re.compile(r"Scheduled task ping\s*fire 1/1$"),
+    expect(fired.get_by_test_id("scheduled-header")).to_have_text(re.compile(r"Scheduled task ping\s*fire 1/1\b"),
                                                                    timeout=FIRE)
     expect(fired).to_contain_text('[scheduled task "ping", fire 1/1]')  # the envelope the agent got
     expect(sized.locator(REPLY).last).to_contain_text('Scheduled task "ping", fire 1/1.', timeout=FIRE)

@@ -47,9 +47,10 @@ def test_a_later_fire_of_a_bounded_task_reads_k_of_n() -> None:
 def test_the_fire_a_claim_makes_of_a_once_task_says_1_of_1() -> None:
     from scheduler import claims
 
-    assert claims._fire_bound(task(ONCE)) == 1
-    assert claims._fire_bound(task(EVERY_10_MIN)) is None
-    assert claims._fire_bound(task(EVERY_10_MIN, max_runs=4)) == 4
+    assert claims._fire_bound(task(ONCE), 1) == 1
+    assert claims._fire_bound(task(ONCE), 2) == 2  # after a run-now before its time: 2/2, not 2/1
+    assert claims._fire_bound(task(EVERY_10_MIN), 1) is None
+    assert claims._fire_bound(task(EVERY_10_MIN, max_runs=4), 1) == 4
 
 
 # --- the completion marker --------------------------------------------------------------------
@@ -187,6 +188,7 @@ def test_the_last_run_cell_reads_plainly(fields: dict, rel: str, status: str) ->
 
 def test_a_once_task_counts_its_runs_out_of_one() -> None:
     assert schedule_views.task_row(task(ONCE), NOW, "UTC").runs == "0 / 1"
+    assert schedule_views.task_row(task(ONCE, run_count=2), NOW, "UTC").runs == "2 / 2"
     assert schedule_views.task_row(task(EVERY_10_MIN), NOW, "UTC").runs == "0 / ∞"
 
 
