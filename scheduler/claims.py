@@ -16,9 +16,11 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
+from app.core import envelope
 from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
+from app.schedules.spec import ScheduleKind
 from scheduler import decisions as d
 from scheduler.changes import POINTERS, TaskChanges
 from scheduler.protocols import Directory, Fire
@@ -165,8 +167,13 @@ def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now:
     return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
                     occurrence_at=due.occurrence_at,
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
-                    max_runs=task.max_runs, fresh_session=task.session == "fresh",
+                    max_runs=_fire_bound(task, row.fire_number), fresh_session=task.session == "fresh",
                     previous_output=_previous_output(s, task) if task.session == "fresh" else None)
+
+
+def _fire_bound(task: ScheduledTask, fire_number: int) -> int | None:
+    once = task.schedule_dict().get("kind") == ScheduleKind.ONCE.value
+    return envelope.fire_bound(task.max_runs, once, fire_number)
 
 
 def _previous_output(s: Session, task: ScheduledTask) -> str | None:

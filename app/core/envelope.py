@@ -42,8 +42,16 @@ class Envelope:
         return build(self.name, self.prompt, self.fire_number, self.max_runs)
 
 
+def fire_bound(max_runs: int | None, once: bool, fires: int = 1) -> int | None:
+    """How many fires a task has at most, as its envelope says: 1 for a once task, else its
+    ``max_runs`` (None: no limit, written ∞). ``fires``: the fires counted so far (this one
+    included) — a user's run-now before a once task's time is an extra fire, so its scheduled
+    fire reads 2/2, never 2/1."""
+    return max(1, fires) if once else max_runs
+
+
 def build(name: str, prompt: str, fire_number: int, max_runs: int | None) -> str:
-    """The exact text a fire sends to the agent."""
+    """The exact text a fire sends to the agent (``max_runs``: the task's :func:`fire_bound`)."""
     bound = "∞" if max_runs is None else str(max_runs)
     return f'[scheduled task "{name}", fire {fire_number}/{bound}]\n\n{prompt}\n\n{_TAIL}'
 
@@ -61,3 +69,14 @@ def has_marker(output: str) -> bool:
     """True when the last non-empty line of the assistant text is a completion marker."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     return bool(lines) and lines[-1] in MARKERS
+
+
+def split_marker(output: str) -> tuple[str, str]:
+    """(the reply without its completion marker, the marker's tail: the marker line and what
+    follows it, all blank) — or (``output``, "") when the last non-empty line is no marker.
+    ``body + tail == output`` always, so streamed chunks can be joined back and split again."""
+    stripped = output.rstrip()
+    start = stripped.rfind("\n") + 1
+    if not has_marker(output) or stripped[start:].strip() not in MARKERS:
+        return output, ""
+    return output[:start], output[start:]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.schedules import timing
+from app.core import envelope
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
 
@@ -29,11 +29,7 @@ TRIGGER_LABELS = {
     Trigger.SCHEDULE: "on schedule", Trigger.FOLLOW_UP: "queued follow-up",
     Trigger.RUN_NOW_USER: "run now", Trigger.RUN_NOW_AGENT: "run now (agent)",
 }
-MARKER_COLORS = ("indigo", "grass", "orange", "crimson", "cyan", "amber", "violet", "teal")
-LANE_PX = 12  # one lane per task with fires, so a busy task does not hide a quiet one
-TIMELINE_DAYS = 7
-MARKERS_PER_TASK = 96  # beyond this a task's markers are sampled evenly across the week
-COUNT_LIMIT = 1000  # fires counted per task; more reads "1000+"
+MARKER_COLORS = ("indigo", "grass", "orange", "crimson", "cyan", "amber", "violet", "teal")  # timeline lanes
 
 
 @dataclasses.dataclass
@@ -65,6 +61,7 @@ class TaskRow:
     description: str
     prompt: str
     next_rel: str
+    next_when: str  # "Tue 09:00": the next run's wall time in the row's zone ("" when none)
     next_abs: str
     last_rel: str
     last_status: str
@@ -82,24 +79,6 @@ class TaskRow:
     expanded: bool
     history: list[RunRow]
     accent: str  # the colour of its markers on the timeline
-
-
-@dataclasses.dataclass
-class Marker:
-    """A fire on the 7-day timeline; ``left`` is a CSS percentage, ``top`` picks the task's lane."""
-
-    left: str
-    top: str
-    label: str
-    color: str
-
-
-@dataclasses.dataclass
-class Tick:
-    """A day boundary on the timeline."""
-
-    left: str
-    label: str
 
 
 def zone_of(name: str | None) -> dt.tzinfo:
@@ -183,28 +162,61 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
     (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines."""
     zone = task_zone(task, viewer_zone)
     status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
-    outcome = _enum_or(RunOutcome, task.last_run_status, None)
-    bound = str(task.max_runs) if task.max_runs is not None else "∞"
+    bound = envelope.fire_bound(task.max_runs, task.schedule_dict().get("kind") == "once", task.run_count)
     next_at = task.retry_at if task.retry_at and (not task.next_run_at or task.retry_at < task.next_run_at) \
         else task.next_run_at
+    next_at = next_at if status is TaskStatus.ACTIVE else None
+    last_rel, last_status = last_run(task, now)
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
         description=describe(task.schedule_dict(), zone), prompt=task.prompt,
-        next_rel=relative(next_at, now) if next_at and status is TaskStatus.ACTIVE else "—",
-        next_abs=absolute(next_at, zone) if next_at and status is TaskStatus.ACTIVE else _no_next(status),
-        last_rel=relative(task.last_run_at, now) if task.last_run_at else "never",
-        last_status=outcome.value if outcome else "", last_color=OUTCOME_COLORS.get(outcome, "gray"),
+        next_rel=relative(next_at, now) if next_at else "—",
+        next_when=clock_time(next_at, now, zone, zone_of(viewer_zone)) if next_at else "",
+        next_abs=absolute(next_at, zone) if next_at else _no_next(status),
+        last_rel=last_rel, last_status=last_status,
+        last_color=OUTCOME_COLORS.get(_enum_or(RunOutcome, last_status, None), "gray"),
         last_abs=absolute(task.last_run_at, zone) if task.last_run_at else "not run yet",
-        runs=f"{task.run_count} / {bound}", owner=task.owner, created_by=task.created_by,
+        runs=f"{task.run_count} / {'∞' if bound is None else bound}", owner=task.owner, created_by=task.created_by,
         last_error=task.last_error or "", pending=_pending(task),
         can_arm=status is TaskStatus.DRAFT,
         can_pause=status in (TaskStatus.ACTIVE, TaskStatus.ERROR),
         can_resume=status in (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED),
-        can_run_now=status is not TaskStatus.DRAFT,
+        can_run_now=status not in (TaskStatus.DRAFT, TaskStatus.COMPLETED),
         expanded=history is not None,
         history=[run_row(run, zone, (usage or {}).get(run.run_id or 0, "")) for run in history or ()],
         accent=MARKER_COLORS[index % len(MARKER_COLORS)],
     )
+
+
+def clock_time(instant: dt.datetime, now: dt.datetime, zone: dt.tzinfo, viewer: dt.tzinfo) -> str:
+    """The wall time of ``instant`` in ``zone`` (the row's): ``Tue 09:00`` within the coming week,
+    ``Tue 5 May, 09:00`` beyond; the zone's abbreviation is added when it is not the viewer's."""
+    local = instant.astimezone(zone)
+    text = f"{local:%a %H:%M}" if instant - now < dt.timedelta(days=6) else short_time(instant, zone)
+    same = local.utcoffset() == instant.astimezone(viewer).utcoffset() and \
+        getattr(zone, "key", "UTC") == getattr(viewer, "key", "UTC")
+    return text if same else f"{text} {local.tzname()}"
+
+
+def last_run(task: ScheduledTask, now: dt.datetime) -> tuple[str, str]:
+    """(when, outcome) of the last-run cell: "running now" while a fire runs (the outcome of the
+    one before is not its), "never" before the first fire ended, else "2 min ago" and its outcome."""
+    outcome = _enum_or(RunOutcome, task.last_run_status, None)
+    if task.active_run_id is not None or outcome is RunOutcome.RUNNING:
+        return "running now", ""
+    if task.last_run_at is None:
+        # a first fire skipped or queued (busy chat) has an outcome but no end time yet
+        return ("never", "") if outcome in (None, RunOutcome.SUCCEEDED) else ("", outcome.value)
+    return relative(task.last_run_at, now), outcome.value if outcome else ""
+
+
+def live_and_drafts(tasks: Iterable[ScheduledTask]) -> tuple[int, int]:
+    """(tasks still in play, drafts waiting for a user to arm them) for the Schedules button:
+    completed and exhausted tasks (their goal reached or their runs used up) are not counted."""
+    statuses = [task.status for task in tasks]
+    finished = {TaskStatus.COMPLETED.value, TaskStatus.EXHAUSTED.value}
+    return (sum(status not in finished for status in statuses),
+            sum(status == TaskStatus.DRAFT.value for status in statuses))
 
 
 def _no_next(status: TaskStatus) -> str:
@@ -247,72 +259,3 @@ def _same_day_time(instant: dt.datetime, reference: dt.datetime, zone: dt.tzinfo
     if local.date() == reference.astimezone(zone).date():
         return f"{local:%H:%M:%S}"
     return f"{short_time(instant, zone)}:{local:%S}"
-
-
-def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:
-    """An active task's fires in ``(now, until]``: its stored next run, then the schedule's."""
-    if task.status != TaskStatus.ACTIVE.value or task.next_run_at is None:
-        return []
-    first = max(task.next_run_at, now)
-    fires = [first]
-    try:
-        schedule = task.parsed_schedule()
-        fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
-    except ScheduleError:
-        pass
-    return [fire for fire in fires if fire <= until][:limit]
-
-
-@dataclasses.dataclass
-class Timeline:
-    markers: list[Marker]
-    ticks: list[Tick]
-    label: str  # "84 fires"
-    height: str  # CSS height of the lanes
-
-
-def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
-             days: int = TIMELINE_DAYS) -> Timeline:
-    """Every active task's fires over the next ``days`` days (one lane per task), midnight ticks
-    in the viewer's zone, and a label counting the fires."""
-    span = dt.timedelta(days=days)
-    markers: list[Marker] = []
-    total, capped, lanes = 0, False, 0
-    for index, task in enumerate(tasks):
-        fires = upcoming(task, now, now + span, COUNT_LIMIT)
-        if not fires:
-            continue
-        zone = task_zone(task, viewer_zone)
-        total, capped = total + len(fires), capped or len(fires) == COUNT_LIMIT
-        markers += [Marker(left=_percent(fire - now, span), top=f"{lanes * LANE_PX}px",
-                           color=MARKER_COLORS[index % len(MARKER_COLORS)],
-                           label=f"{task.name} · {short_time(fire, zone)} {fire.astimezone(zone).tzname()}")
-                    for fire in spread(fires, MARKERS_PER_TASK)]
-        lanes += 1
-    label = "no fires" if not total else f"{total}{'+' if capped else ''} fire{'s' if total != 1 else ''}"
-    return Timeline(markers, day_ticks(now, zone_of(viewer_zone), days), label, f"{max(lanes, 1) * LANE_PX}px")
-
-
-def spread(items: Sequence[Any], limit: int) -> list[Any]:
-    """At most ``limit`` items picked evenly from ``items`` (first one always kept)."""
-    if len(items) <= limit:
-        return list(items)
-    step = len(items) / limit
-    return [items[int(i * step)] for i in range(limit)]
-
-
-def day_ticks(now: dt.datetime, zone: dt.tzinfo, days: int = TIMELINE_DAYS) -> list[Tick]:
-    """Local midnights after ``now`` within ``days`` days, labelled with the weekday."""
-    span = dt.timedelta(days=days)
-    local = now.astimezone(zone)
-    ticks = []
-    for offset in range(1, days + 1):
-        day = (local + dt.timedelta(days=offset)).date()
-        midnight = dt.datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(dt.UTC)
-        if now < midnight < now + span:
-            ticks.append(Tick(left=_percent(midnight - now, span), label=f"{midnight.astimezone(zone):%a} {day.day}"))
-    return ticks
-
-
-def _percent(offset: dt.timedelta, span: dt.timedelta) -> str:
-    return f"{max(0.0, min(100.0, offset / span * 100)):.3f}%"

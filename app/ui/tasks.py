@@ -23,6 +23,7 @@ from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError, parse_instant
 from app.ui import schedule_form, schedule_views, usage
 from app.ui.schedule_form import FormFields
+from app.ui.timeline import Timeline, timeline
 
 HISTORY_LIMIT = 20
 ACTIONS = ("arm", "pause", "resume", "run_now", "delete")
@@ -44,7 +45,9 @@ def task_service() -> TaskService:
 @dataclasses.dataclass
 class Snapshot:
     rows: list[schedule_views.TaskRow]
-    timeline: schedule_views.Timeline
+    timeline: Timeline
+    live: int = 0  # tasks neither completed nor exhausted
+    drafts: int = 0  # drafts waiting for a user to arm them
 
 
 def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[int]) -> Snapshot:
@@ -57,11 +60,12 @@ def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[in
     lines = usage.usage_lines(service.db, [run.run_id for runs in histories.values() for run in runs if run.run_id])
     rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines)
             for index, task in enumerate(tasks)]
-    return Snapshot(rows, schedule_views.timeline(tasks, now, viewer_zone))
+    return Snapshot(rows, timeline(tasks, now, viewer_zone), *schedule_views.live_and_drafts(tasks))
 
 
-def count(user: User, chat_id: int) -> int:
-    return len(task_service().list(Actor(user), chat_id))
+def count(user: User, chat_id: int) -> tuple[int, int]:
+    """(tasks still in play, drafts to arm) of the chat, for the Schedules button."""
+    return schedule_views.live_and_drafts(task_service().list(Actor(user), chat_id))
 
 
 def act(user: User, action: str, task_id: int) -> None:

@@ -5,6 +5,9 @@
   id (in the same run) replaces the earlier row where it stands, so the card updates in place.
 - The latest ``plan`` of a run replaces its earlier plan, in place.
 - ``run_finished`` shows as a ``run_usage`` row when the run's usage is known (given by the caller).
+- A reply whose last line is the completion marker (SPEC §3, ``app/core/envelope.py``) shows without
+  it: the row's ``marker`` keeps the cut tail (so later chunks join the full text) and the page
+  shows a "completed" badge for it.
 
 Every row is a ``dict[str, str]`` with the same keys (the page's state is typed that way).
 """
@@ -30,7 +33,8 @@ FINAL_STATUSES = {"completed", "failed"}
 TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
 PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
-          "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": ""}
+          "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",
+          "marker": ""}
 
 
 def envelope_parts(text: str) -> tuple[str, str, str]:
@@ -104,8 +108,16 @@ def plan_fields(text: str) -> dict[str, str]:
     return {"title": f"Plan · {done} of {len(lines)} done", "body": "\n".join(lines)}
 
 
+def _with_text(row: dict[str, str], text: str) -> dict[str, str]:
+    """``row`` showing ``text``; a reply's trailing completion marker moves to ``marker``."""
+    if row["type"] != EventType.ASSISTANT_TEXT.value:
+        return {**row, "text": text}
+    body, tail = envelope.split_marker(text)
+    return {**row, "text": body, "marker": tail}
+
+
 def _row(event: Event, run: str) -> dict[str, str]:
-    row = {**_BLANK, "id": str(event.id), "type": event.type, "text": event.text, "run_id": run}
+    row = _with_text({**_BLANK, "id": str(event.id), "type": event.type, "run_id": run}, event.text)
     if event.type == EventType.SCHEDULED_PROMPT.value:
         row["task"], row["fire"], row["body"] = envelope_parts(event.text)
     elif event.type == EventType.TOOL.value:
@@ -158,7 +170,7 @@ def merge_events(rows: list[dict[str, str]], events: Iterable[Event],
             continue
         last = out[-1] if out else None
         if event.type in MERGED and last is not None and last["type"] == event.type and last["run_id"] == run:
-            out[-1] = {**last, "text": last["text"] + event.text}
+            out[-1] = _with_text(last, last["text"] + last["marker"] + event.text)
             continue
         row = _row(event, run)
         if event.type == EventType.TOOL.value:

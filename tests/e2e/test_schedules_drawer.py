@@ -176,9 +176,10 @@ def test_agent_draft_is_armed_fired_paused_edited_and_deleted_live_in_two_tabs(
     _expect_status([page, second], task_id, "active")
     expect(row.get_by_test_id("schedule-arm")).to_have_count(0)
     next_run = row.get_by_test_id("schedule-next-run")
-    expect(next_run).to_have_text(re.compile(r"^in (59 min|1 h)$"))
+    expect(next_run).to_have_text(re.compile(r"^in (59 min|1 h)\s*· \w{3} \d\d:\d\d$"))  # and its wall time
     expect(next_run).to_have_attribute("title", re.compile(rf"\({ZONE}\)$"))
-    expect(second.get_by_test_id("timeline-marker").first).to_have_attribute("aria-label", re.compile(r"^standup · "))
+    # hourly: 168 fires a week, aggregated per day (a band with its count) rather than 168 dots
+    expect(second.get_by_test_id("timeline-band").first).to_have_attribute("aria-label", re.compile(r"^standup · "))
 
     # Run now: the fire streams into both transcripts and the row's last run updates live.
     row.get_by_test_id("schedule-run-now").click()
@@ -231,7 +232,7 @@ def test_agent_draft_is_armed_fired_paused_edited_and_deleted_live_in_two_tabs(
     for p in (page, second):
         expect(_row(p, task_id).get_by_test_id("schedule-when")).to_have_text(f"Every 5 minutes ({ZONE} time)")
         expect(_row(p, task_id).get_by_test_id("schedule-next-run")).to_have_text(
-            re.compile(r"^(now|in \d+ s|in [0-5] min)$"))
+            re.compile(r"^(now|in \d+ s|in [0-5] min)\s*· \w{3} \d\d:\d\d$"))
 
     # Delete, after a confirmation.
     row.get_by_test_id("schedule-delete").click()

@@ -348,6 +348,21 @@ def test_once_task_is_completed_after_its_fire(rig: Rig) -> None:
     assert (row.status, row.occurrence_at) == ("succeeded", at(30))
     task = rig.task(task_id)
     assert (task.status, task.next_run_at, task.run_count) == ("completed", None, 1)
+    [run] = rig.fired_runs()
+    assert run.prompt == envelope("Build watch", "Check the nightly build.", "1/1")  # SPEC §16: a once task
+
+
+def test_a_once_task_run_early_fires_again_on_time_and_says_so(rig: Rig) -> None:
+    task_id = rig.create(schedule={"kind": "once", "at": "2026-01-05T09:00:30Z"})
+    rig.move_to(5)
+    rig.tasks.run_now(Actor(rig.alice), task_id)
+    rig.tick()
+    assert rig.task(task_id).status == "active"  # a forced run is an extra: the scheduled one still comes
+    rig.move_to(65)  # the minimum interval (60 s) counts from the forced fire
+    rig.tick()
+    prompts = [run.prompt.splitlines()[0] for run in rig.fired_runs()]
+    assert prompts == ['[scheduled task "Build watch", fire 1/1]', '[scheduled task "Build watch", fire 2/2]']
+    assert rig.task(task_id).status == "completed"
 
 
 def test_failing_fires_back_off_and_five_in_a_row_put_the_task_in_error(rig_with: Callable[..., Rig]) -> None:

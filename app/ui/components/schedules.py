@@ -5,9 +5,10 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.schedule_dialog import schedule_dialog
-from app.ui.schedule_views import Marker, RunRow, TaskRow, Tick
+from app.ui.schedule_views import RunRow, TaskRow
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
+from app.ui.timeline import Marker, Tick
 
 DRAWER_ID = "cc-schedules-drawer"  # its width and place by screen size: assets/chatcron.css
 
@@ -17,26 +18,52 @@ def _tid(name: str, **extra: object) -> dict:
 
 
 def schedules_button() -> rx.Component:
-    """The header control (project chats only) that opens the drawer."""
+    """The header control (project chats only) that opens the drawer: how many tasks are still in
+    play (completed and exhausted ones are not counted), and a signal when drafts wait to be armed."""
+    drafts = ScheduleState.draft_count
+    draft_text = rx.cond(drafts == 1, "1 draft to arm", drafts.to_string() + " drafts to arm")
     return rx.button(
         rx.icon("calendar-clock", size=16), "Schedules",
         rx.cond(ScheduleState.task_count > 0,
-                rx.badge(ScheduleState.task_count, variant="solid", radius="full", size="1")),
-        variant="soft", size="2", aria_label="Open the schedules of this chat",
+                rx.badge(ScheduleState.task_count, variant="solid", radius="full", size="1",
+                         custom_attrs=_tid("schedules-count"))),
+        rx.cond(drafts > 0,  # on a phone only the icon and the number: the header is narrow
+                rx.badge(rx.icon("power", size=11),
+                         rx.el.span(drafts, display=["inline", "inline", "none"]),
+                         rx.el.span(draft_text, display=["none", "none", "inline"]),
+                         color_scheme="amber", variant="solid", size="1", radius="full",
+                         title=draft_text, custom_attrs=_tid("schedules-drafts"))),
+        variant="soft", size="2",
+        aria_label=rx.cond(drafts > 0, "Open the schedules of this chat (" + draft_text.to(str) + ")",
+                           "Open the schedules of this chat"),
         on_click=ScheduleState.set_drawer_open(~ScheduleState.drawer_open),
         custom_attrs=_tid("schedules-button", **{"aria-controls": DRAWER_ID,
                                                  "aria-expanded": rx.cond(ScheduleState.drawer_open, "true", "false")}),
     )
 
 
-def _marker(marker: Marker) -> rx.Component:
-    return rx.tooltip(
-        rx.box(position="absolute", left=marker.left, top=f"calc({marker.top} + 2px)", width="8px", height="8px",
-               margin_left="-4px", border_radius="50%", background=f"var(--{marker.color}-9)",
-               box_shadow="0 0 0 1.5px var(--color-panel-solid)",
-               custom_attrs={"data-testid": "timeline-marker", "aria-label": marker.label, "role": "img"}),
-        content=marker.label,
+def _dot(marker: Marker) -> rx.Component:
+    return rx.box(position="absolute", left=marker.left, top=f"calc({marker.top} + 2px)", width="8px", height="8px",
+                  margin_left="-4px", border_radius="50%", background=f"var(--{marker.color}-9)",
+                  box_shadow="0 0 0 1.5px var(--color-panel-solid)",
+                  custom_attrs={"data-testid": "timeline-marker", "aria-label": marker.label, "role": "img"})
+
+
+def _band(marker: Marker) -> rx.Component:
+    """A day of a dense task: one bar with the day's count instead of a solid run of dots."""
+    return rx.box(
+        rx.text(marker.count, size="1", weight="medium", line_height="10px", color="var(--gray-12)"),
+        position="absolute", left=marker.left, width=marker.width, top=f"calc({marker.top} + 1px)", height="10px",
+        border_radius="3px", background=f"var(--{marker.color}-a5)", border=f"1px solid var(--{marker.color}-a8)",
+        overflow="hidden", display="flex", align_items="center", justify_content="center", font_size="9px",
+        box_shadow="inset 0 0 0 1px var(--color-panel-solid)",
+        custom_attrs={"data-testid": "timeline-band", "data-count": marker.count, "aria-label": marker.label,
+                      "role": "img"},
     )
+
+
+def _marker(marker: Marker) -> rx.Component:
+    return rx.tooltip(rx.cond(marker.width != "", _band(marker), _dot(marker)), content=marker.label)
 
 
 def _tick_line(tick: Tick) -> rx.Component:
@@ -60,6 +87,8 @@ def timeline() -> rx.Component:
             position="relative", height=ScheduleState.lanes_height, margin_top="10px",
         ),
         rx.box(rx.foreach(ScheduleState.ticks, _tick_label), position="relative", height="18px", margin_top="6px"),
+        rx.foreach(ScheduleState.dense, lambda line: rx.text(line, size="1", color_scheme="gray",
+                                                             custom_attrs=_tid("timeline-aggregate"))),
         custom_attrs=_tid("schedules-timeline"), overflow="hidden", flex_shrink="0",
         width="100%", padding="10px 12px 6px", border_radius="var(--radius-3)", background="var(--gray-a2)",
         border="1px solid var(--gray-a4)",
@@ -79,6 +108,8 @@ def _stat(label: str, *value: rx.Component, testid: str, title: object = "") -> 
 def _stats(row: TaskRow) -> rx.Component:
     return rx.grid(
         _stat("Next run", rx.text(row.next_rel, size="2", weight="medium", white_space="nowrap"),
+              rx.cond(row.next_when != "", rx.text("· ", row.next_when, size="2", color_scheme="gray",
+                                                   white_space="nowrap")),
               testid="schedule-next-run", title=row.next_abs),
         _stat("Last run",
               rx.text(row.last_rel, size="2", white_space="nowrap"),
@@ -109,10 +140,12 @@ def _actions(row: TaskRow) -> rx.Component:
         rx.cond(row.can_resume, rx.button(rx.icon("play", size=14), "Resume", size="1", variant="soft",
                                           color_scheme="grass", on_click=act("resume", row.id),
                                           aria_label="Resume this schedule", custom_attrs=_tid("schedule-resume"))),
-        rx.button(rx.icon("zap", size=14), "Run now", size="1", variant="outline", disabled=~row.can_run_now,
-                  on_click=act("run_now", row.id), aria_label="Run this schedule now",
-                  title=rx.cond(row.can_run_now, "Fire once now", "A draft must be armed first"),
-                  custom_attrs=_tid("schedule-run-now")),
+        rx.cond(row.status != "completed",  # its goal is reached: nothing to run again
+                rx.button(rx.icon("zap", size=14), "Run now", size="1", variant="outline",
+                          disabled=~row.can_run_now, on_click=act("run_now", row.id),
+                          aria_label="Run this schedule now",
+                          title=rx.cond(row.can_run_now, "Fire once now", "A draft must be armed first"),
+                          custom_attrs=_tid("schedule-run-now"))),
         rx.hstack(  # the owner and the icon actions wrap together, to the right
             rx.tooltip(rx.hstack(rx.icon("user-round", size=13, color="var(--gray-10)"),
                                  rx.text(row.owner, size="1", color_scheme="gray", max_width="160px",

@@ -55,9 +55,20 @@ def _scheduled(row: dict) -> rx.Component:
     )
 
 
+def _completed_badge(row: dict) -> rx.Component:
+    """The reply ended with the completion marker (its raw line is not shown)."""
+    return rx.cond(
+        row["marker"] != "",
+        rx.tooltip(rx.badge(rx.icon("circle-check", size=12), "completed", color_scheme="blue", variant="soft",
+                            size="1", margin_top="0.3em", custom_attrs={"data-testid": "event-completed"}),
+                   content="The agent reported the standing task complete"),
+    )
+
+
 def _assistant(row: dict) -> rx.Component:
     return rx.box(
         markdown(source=row["text"]),
+        _completed_badge(row),
         align_self="flex-start", max_width="min(100%, 48em)", min_width="0", padding="0.6em 0.9em",
         border_radius="12px", background="var(--gray-3)", custom_attrs=_attrs(row),
     )

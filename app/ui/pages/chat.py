@@ -16,6 +16,9 @@ from app.ui.state.nav import NavState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
+SCHEDULED_TASKS_HELP = ("Lets the agent create schedules in this chat. What it creates is a draft: "
+                        "nothing fires until you arm it in Schedules.")
+
 
 def _header() -> rx.Component:
     return rx.box(
@@ -28,13 +31,16 @@ def _header() -> rx.Component:
         rx.cond(
             ChatState.project_chat,
             rx.box(
-                rx.el.label(
-                    rx.hstack(
-                        rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
-                                  custom_attrs={"data-testid": "skill-scheduled-tasks"}),
-                        rx.text("Scheduled tasks", size="2", white_space="nowrap"),
-                        align="center",
+                rx.tooltip(  # on the label: the switch keeps its own data-state (checked/unchecked)
+                    rx.el.label(
+                        rx.hstack(
+                            rx.switch(checked=ChatState.schedules_skill, on_change=ChatState.toggle_schedules_skill,
+                                      custom_attrs={"data-testid": "skill-scheduled-tasks"}),
+                            rx.text("Scheduled tasks", size="2", white_space="nowrap"),
+                            align="center",
+                        ),
                     ),
+                    content=SCHEDULED_TASKS_HELP,
                 ),
                 schedules_button(),
                 class_name="cc-header-controls",

@@ -11,12 +11,14 @@ import reflex as rx
 from app.core.errors import ChatcronError, NotFound
 from app.core.text import MAX_NAME
 from app.ui import checks, tasks
-from app.ui.schedule_views import Marker, TaskRow, Tick
+from app.ui.schedule_views import TaskRow
 from app.ui.state.chat import ChatState
 from app.ui.state.session import AuthState, connected, session_user
+from app.ui.timeline import Marker, Tick
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
+COUNT_EVERY = 5  # rounds of the watcher between counts while the drawer is closed (an agent's draft shows up)
 GO, STOP, SIGNED_OUT = "go", "stop", "signed out"  # what one round of the watcher decided
 BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 
@@ -39,7 +41,9 @@ class ScheduleState(AuthState):
     ticks: list[Tick] = []
     fire_total: str = ""
     lanes_height: str = "12px"
-    task_count: int = 0
+    dense: list[str] = []  # the cadence of each aggregated lane: "standup: every 10 min · 144/day"
+    task_count: int = 0  # tasks still in play (not completed or exhausted)
+    draft_count: int = 0  # drafts waiting for a user to arm them
     loaded: bool = False
     notice: str = ""  # a refused action's message, shown in the drawer
     browser_zone: str = "UTC"
@@ -64,7 +68,7 @@ class ScheduleState(AuthState):
         if not self.project_chat:
             return None
         user = await self._user()
-        self.task_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
+        self.task_count, self.draft_count = await asyncio.to_thread(tasks.count, user, self.chat_id)
         return [rx.call_script(BROWSER_ZONE_JS, callback=ScheduleState.set_browser_zone), ScheduleState.watch]
 
     @rx.event
@@ -87,9 +91,11 @@ class ScheduleState(AuthState):
             self._watch += 1  # at most one watcher per tab
             generation, chat_id = self._watch, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
+        rounds = 0
         try:
             while chat_id and await connected(client):
-                verdict = await self._poll_once(generation, chat_id, token)
+                rounds += 1
+                verdict = await self._poll_once(generation, chat_id, token, rounds % COUNT_EVERY == 0)
                 if verdict == SIGNED_OUT:
                     return rx.redirect("/login")
                 if verdict == STOP:
@@ -99,14 +105,18 @@ class ScheduleState(AuthState):
             log.debug("action=schedules_watch_stopped chat_id=%s", chat_id)
         return None
 
-    async def _poll_once(self, generation: int, chat_id: int, token: str) -> str:
-        """One round of the watcher: GO on, STOP, or SIGNED_OUT (the tab's data is cleared)."""
+    async def _poll_once(self, generation: int, chat_id: int, token: str, count: bool = False) -> str:
+        """One round of the watcher: GO on, STOP, or SIGNED_OUT (the tab's data is cleared).
+        With the drawer closed, only every ``count``-flagged round reads the button's counts."""
         async with self:
             if self._watch != generation:
                 return STOP
-            if not self.drawer_open:
-                return GO
+            drawer_open = self.drawer_open
             zone, expanded = self.browser_zone, list(self._expanded)
+        if not drawer_open:
+            if count:
+                await self._count_quietly(generation, chat_id, token)
+            return GO
         try:
             user = await asyncio.to_thread(session_user, token)
             snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded) if user else None
@@ -130,11 +140,23 @@ class ScheduleState(AuthState):
                 self._show(snap)
         return GO
 
+    async def _count_quietly(self, generation: int, chat_id: int, token: str) -> None:
+        """The button's counts (a draft the agent made shows without opening the drawer); a
+        failure leaves them as they were: the next full round reports it."""
+        try:
+            user = await asyncio.to_thread(session_user, token)
+            counts = await asyncio.to_thread(tasks.count, user, chat_id) if user else None
+        except Exception:  # a count is only a hint; the open drawer's rounds report errors
+            return
+        async with self:
+            if counts is not None and self._watch == generation:
+                self.task_count, self.draft_count = counts
+
     def _show(self, snap: tasks.Snapshot) -> None:
         line = snap.timeline
         self.rows, self.markers, self.ticks = snap.rows, line.markers, line.ticks
-        self.fire_total, self.lanes_height = line.label, line.height
-        self.task_count, self.loaded = len(snap.rows), True
+        self.fire_total, self.lanes_height, self.dense = line.label, line.height, line.dense
+        self.task_count, self.draft_count, self.loaded = snap.live, snap.drafts, True
 
     async def _reload(self) -> None:
         user = await self._user()

@@ -1,0 +1,138 @@
+"""`make run` / scripts/run.sh stop on SIGTERM and SIGINT: started in the background in a temp data
+dir, it serves /api/health; a signal to the script (or to make, or Ctrl-C to the terminal's process
+group) ends every process it started — web process, its workers, scheduler — within a bound."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.integration.apiserver import free_port
+from tests.integration.procs import ROOT
+
+UP_WITHIN = 240.0  # seconds: setup check, migrate, seed, production build on a busy 2-core machine
+GONE_WITHIN = 30.0  # seconds: an upper bound, not a timing claim (the script kills after 15 s)
+
+
+def _session(sid: int) -> set[int]:
+    """Live processes of session ``sid``: everything the script started, however deep (job
+    control gives its children process groups of their own, not sessions)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split() if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if fields and fields[0] != "Z" and int(fields[3]) == sid:
+            found.add(int(entry.name))
+    return found
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # it ended meanwhile
+        return ""
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _start(command: list[str], tmp_path: Path, until_up: bool = True) -> tuple[subprocess.Popen, int]:
+    """Start ``command`` in its own session; return once it serves (or, without ``until_up``, as
+    soon as its web process exists: the production build is still running)."""
+    port = free_port()
+    env = {**os.environ, "CHATCRON_DATA_DIR": str(tmp_path / "data"), "CHATCRON_PORT": str(port)}
+    for name in ("CHATCRON_DATABASE_URL", "CHATCRON_API_URL"):
+        env.pop(name, None)
+    log = (tmp_path / "run.log").open("wb")
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + UP_WITHIN
+    while not (_healthy(port) if until_up else _web_started(proc.pid)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"run.sh did not come up:\n{(tmp_path / 'run.log').read_text(errors='replace')[-3000:]}")
+        time.sleep(0.5)
+    return proc, port
+
+
+def _web_started(pid: int) -> bool:
+    return any("reflex run" in _command_line(child) for child in _descendants(pid))
+
+
+def _cleanup(started: set[int]) -> None:
+    for pid in started:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("command", "how", "up"), [
+    (["bash", "scripts/run.sh"], "term", True),
+    (["make", "--no-print-directory", "run"], "term", True),
+    (["make", "--no-print-directory", "run"], "ctrl-c", True),
+    (["bash", "scripts/run.sh"], "term", False),
+], ids=["SIGTERM to run.sh", "SIGTERM to make", "Ctrl-C (SIGINT to the process group)", "SIGTERM while starting"])
+def test_a_signal_stops_every_process_the_script_started(command: list[str], how: str, up: bool,
+                                                         tmp_path: Path) -> None:
+    proc, port = _start(command, tmp_path, until_up=up)
+    started = _descendants(proc.pid)
+    try:
+        names = {_command_line(pid) for pid in started}
+        assert any("reflex run" in name for name in names), names
+        assert any("-m scheduler" in name for name in names) or not up, names
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+        else:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + GONE_WITHIN
+        while time.monotonic() < deadline and (proc.poll() is None or _session(proc.pid)):
+            time.sleep(0.2)
+        left = {pid: _command_line(pid) for pid in sorted(_session(proc.pid) | started) if _alive(pid)}
+        assert not left, f"still running after {GONE_WITHIN} s: {left}"
+        assert not _healthy(port)
+    finally:
+        _cleanup(started | _session(proc.pid))
