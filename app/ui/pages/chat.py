@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.ui.components.actions import chat_title
 from app.ui.components.layout import frame
 from app.ui.components.schedules import schedules_drawer
 from app.ui.components.transcript import composer, transcript
@@ -15,7 +16,7 @@ from app.ui.state.session import AuthState
 
 def _header() -> rx.Component:
     return rx.hstack(
-        rx.heading(ChatState.title, size="4", custom_attrs={"data-testid": "chat-title"}),
+        chat_title(),  # app/ui/components/actions.py: the title and its rename control
         rx.spacer(),
         rx.cond(
             ChatState.project_chat,
