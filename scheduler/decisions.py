@@ -13,6 +13,7 @@ import enum
 from collections.abc import Callable
 
 from app.core.envelope import has_marker
+from app.core.stops import was_stopped
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler.changes import TaskChanges
 from scheduler.changes import changes as changes_of
@@ -240,9 +241,13 @@ class Finish:
 
 def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str, error: str | None,
                   now: dt.datetime, limits: Limits) -> Finish:
-    """Record a finished fire and apply completion, bounds and back-off (SPEC §3 "Completion")."""
+    """Record a finished fire and apply completion, bounds and back-off (SPEC §3 "Completion").
+
+    A fire a user stopped (SPEC §16) is a failed run that is not the agent's failure: it neither
+    counts towards the consecutive failures that pause a task nor delays the next fire."""
     outcome = RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED
-    failures = 0 if succeeded else task.consecutive_failures + 1
+    stopped = not succeeded and was_stopped(error)
+    failures = 0 if succeeded else task.consecutive_failures + (0 if stopped else 1)
     changes: dict[str, object] = {"active_run_id": None, "last_run_status": outcome, "last_run_at": now,
                                   "last_error": None if succeeded else (error or "the turn failed"),
                                   "consecutive_failures": failures}
@@ -253,7 +258,7 @@ def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str
         changes.update(status=status[0], next_run_at=None, pending_run=False, pending_forced=None, retry_at=None)
         if status[1]:
             changes["last_error"] = status[1]
-    elif not succeeded:
+    elif not succeeded and not stopped:
         earliest = now + dt.timedelta(seconds=backoff_seconds(failures, limits.backoff_seconds,
                                                               limits.backoff_cap_seconds))
         if task.next_run_at is not None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
@@ -42,6 +42,10 @@ class ChatPatch(Strict):
 
 class PromptIn(Strict):
     text: StrictStr
+
+
+class StopIn(Strict):
+    run_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = None  # default: the chat's running turn
 
 
 @router.get("/health")
@@ -112,6 +116,15 @@ def post_prompt(cid: Id, body: PromptIn, core: CoreDep, user: UserDep) -> dict[s
     text = clean_prompt(body.text, "text", core.settings.prompt_max_bytes)
     handle = core.prompts.start(cid, text)
     return {"run_id": handle.run_id}
+
+
+@router.post("/chats/{cid}/stop", status_code=202)
+def stop_turn(cid: Id, core: CoreDep, user: UserDep, body: StopIn | None = None) -> dict[str, Any]:
+    """Stop the chat's running turn (or ``run_id``), in whichever process runs it (SPEC §16): it ends
+    ``failed`` with "stopped by <email>" within a second; 409 when no turn is running, 404 when the
+    chat (or the turn) is not visible."""
+    run_id = core.prompts.stop(user, cid, body.run_id if body is not None else None)
+    return {"run_id": run_id, "stopping": True}
 
 
 @router.get("/runs/{rid}")

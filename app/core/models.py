@@ -99,6 +99,7 @@ class Chat(SQLModel, table=True):
     project_id: int | None = Field(default=None, foreign_key="projects.id", index=True)
     owner_id: int = Field(foreign_key="users.id", index=True)
     title: str = Field(default="New chat", max_length=200)
+    auto_title: bool = False  # True until the first message (or a rename) names the chat
     skills: str = "[]"  # JSON list of skill names
     provider_session_id: str | None = None
     created_at: dt.datetime = instant(nullable=False)
@@ -129,6 +130,8 @@ class Run(SQLModel, table=True):
     task_id: int | None = Field(default=None, index=True)
     task_run_id: int | None = None
     instance: str = ""  # process that executes it (host:pid:nonce), for logs
+    # A user asked to stop the turn (their email); the process running it notices and ends it failed.
+    stop_requested_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(320), nullable=True))
     started_at: dt.datetime = instant(nullable=False)
     heartbeat_at: dt.datetime = instant(nullable=False, index=True)
     finished_at: dt.datetime | None = instant(nullable=True)

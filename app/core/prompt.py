@@ -17,13 +17,13 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from app.core.chats import SCHEDULED_TASKS, chat_skills
+from app.core.chats import SCHEDULED_TASKS, chat_skills, title_from_first_message_in
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database, first_line
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.grants import Scope, issue_grant_in, revoke_grant_in
-from app.core.models import Chat, Project, Run, RunSource, RunStatus
+from app.core.models import Chat, Project, Run, RunSource, RunStatus, User
 from app.core.providers.base import Provider, ProviderError, TurnRequest
 from app.core.runs import (
     abandon_stale_runs,
@@ -35,6 +35,7 @@ from app.core.runs import (
     run_outcome_in,
 )
 from app.core.sandbox import hand_over
+from app.core.stops import STOP_POLL_SECONDS, request_stop, requested_stops, stop_error
 from app.core.timers import TIMERS, Workers
 from app.core.turn_writer import TurnWriter
 from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
@@ -58,6 +59,7 @@ class PromptService:
         self._handles: dict[int, RunHandle] = {}  # local runs this process renews; not a lock
         self._lock = threading.Lock()
         self._pump: threading.Thread | None = None
+        self._stops: threading.Thread | None = None
         self._stop = threading.Event()
         self._workers = Workers("turn")  # a turn's thread, reused across turns
 
@@ -162,6 +164,8 @@ class PromptService:
             grants = []
             for spec, run in zip(specs, runs, strict=True):
                 chat = chats[spec.chat_id]
+                if run is not None and spec.source == RunSource.USER and chat.auto_title:
+                    title_from_first_message_in(s, now, chat.id, spec.shown_prompt or spec.text)
                 if run is None or not self._needs_tools(chat, spec):
                     grants.append(None)
                     continue
@@ -251,6 +255,8 @@ class PromptService:
             timer.cancel()
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
+        if handle.stopped_by is not None:
+            status, error = RunStatus.FAILED, stop_error(handle.stopped_by)
         handle.usage, handle.session_id = writer.stream.usage, writer.stream.session_id
         self._finish(run, handle, status, error, tail=writer.take())
 
@@ -318,6 +324,46 @@ class PromptService:
             if self._pump is None or not self._pump.is_alive():
                 self._pump = threading.Thread(target=self._pump_loop, name="heartbeat", daemon=True)
                 self._pump.start()
+            if self._stops is None or not self._stops.is_alive():
+                self._stops = threading.Thread(target=self._stops_loop, name="stops", daemon=True)
+                self._stops.start()
+
+    def _stops_loop(self) -> None:
+        while not self._stop.wait(STOP_POLL_SECONDS):
+            self.watch_stops()
+
+    def watch_stops(self) -> None:
+        """Stop the local turns a user asked to stop (from whichever process): one read, only while
+        this process runs turns."""
+        with self._lock:
+            handles = dict(self._handles)
+        if not handles:
+            return
+        try:
+            stops = requested_stops(self.db, handles)
+        except Exception as exc:  # the store may be briefly unavailable; the next tick retries
+            log.error("action=stop_check_failed error=%s", first_line(exc))
+            return
+        for run_id, email in stops.items():
+            self.stop_local(run_id, email)
+
+    def stop(self, user: User, chat_id: int, run_id: int | None = None) -> int:
+        """A user stops the chat's running turn, wherever it runs (see app/core/stops.py); its id."""
+        stopped = request_stop(self.db, user, chat_id, run_id)
+        self.stop_local(stopped, user.email)  # at once when the turn runs here
+        return stopped
+
+    def stop_local(self, run_id: int, email: str) -> bool:
+        """Cancel a turn this process runs, to end ``failed`` "stopped by <email>"; False if not local."""
+        with self._lock:
+            handle = self._handles.get(run_id)
+        if handle is None:
+            return False
+        if handle.stopped_by is None:
+            handle.stopped_by = email
+            log.info("action=run_stop_requested run_id=%s", run_id)
+        handle.cancel.set()
+        return True
 
     def _pump_loop(self) -> None:
         interval = max(0.5, self.settings.run_lease_seconds / 3)

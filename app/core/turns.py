@@ -87,6 +87,7 @@ class RunHandle:
         self._done = threading.Event()
         self._result: RunResult | None = None
         self.cancel = threading.Event()
+        self.stopped_by: str | None = None  # a user's stop request (their email), see app/core/stops.py
         self.on_finish = spec.on_finish if spec else None
         self.record_finish = spec.record_finish if spec else None
         self.grant_id: int | None = None

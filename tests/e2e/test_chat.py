@@ -104,8 +104,10 @@ def test_a_prompt_while_the_agent_works_is_refused_visibly(page: Page) -> None:
     page.get_by_test_id("composer-input").fill("/sleep 3")
     page.get_by_test_id("composer-send").click()
     expect(page.get_by_test_id("agent-working")).to_be_visible()
+    # Send is not offered while the agent works (SPEC §16); Enter in the composer is still refused visibly.
+    expect(page.get_by_test_id("composer-send")).to_be_disabled()
     page.get_by_test_id("composer-input").fill("are you there?")
-    page.get_by_test_id("composer-send").click()
+    page.get_by_test_id("composer-input").press("Enter")
     expect(page.get_by_test_id("composer-error")).to_contain_text("still working")
     expect(page.get_by_test_id("composer-input")).to_have_value("are you there?")
     expect(page.get_by_test_id("agent-working")).to_be_hidden(timeout=15_000)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.ui.components.actions import current_chat_style, project_new
 from app.ui.state.nav import ChatLink, NavState, ProjectNode
 from app.ui.state.session import AuthState
 
@@ -19,8 +20,10 @@ def _chat_link(chat: ChatLink) -> rx.Component:
                   align="center", spacing="2"),
         href=f"/chat/{chat.id}",
         underline="none",
-        custom_attrs={"data-testid": "chat-item", "data-chat-id": chat.id},
+        custom_attrs={"data-testid": "chat-item", "data-chat-id": chat.id,
+                      "aria-current": rx.cond(NavState.current_chat_id == chat.id, "page", "false")},
         class_name="cc-chat-link",
+        **current_chat_style(NavState.current_chat_id == chat.id),
     )
 
 
@@ -49,6 +52,7 @@ def sidebar() -> rx.Component:
         rx.text(AuthState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
         rx.divider(),
         rx.foreach(NavState.tree, _project),
+        project_new(),  # app/ui/components/actions.py
         rx.spacer(),
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),

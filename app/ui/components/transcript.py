@@ -9,6 +9,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.core.config import load_settings
+from app.ui.components.actions import composer_busy_reason, composer_buttons
 from app.ui.components.markdown import markdown
 from app.ui.state.chat import ChatState
 
@@ -216,10 +217,10 @@ def composer() -> rx.Component:
                              enter_key_submit=True, rows="2", width="100%", aria_label="Message",
                              max_length=load_settings().prompt_max_bytes,  # a byte cap is at least this
                              custom_attrs={"data-testid": "composer-input"}),
-                rx.button(rx.icon("send", size=16), "Send", type="submit",
-                          custom_attrs={"data-testid": "composer-send"}),
+                composer_buttons(),  # app/ui/components/actions.py: Send, Stop
                 align="end", width="100%",
             ),
+            composer_busy_reason(),
             on_submit=ChatState.send,
             reset_on_submit=True,
             width="100%",

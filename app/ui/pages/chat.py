@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.ui.components.actions import chat_title
 from app.ui.components.layout import frame, sidebar_toggle
 from app.ui.components.schedules import schedules_button, schedules_drawer
 from app.ui.components.transcript import composer, transcript
@@ -24,8 +25,7 @@ def _header() -> rx.Component:
     return rx.box(
         rx.box(
             sidebar_toggle(),
-            rx.heading(ChatState.title, size="4", class_name="cc-chat-title", title=ChatState.title,
-                       custom_attrs={"data-testid": "chat-title"}),
+            chat_title(),  # app/ui/components/actions.py: the title and its rename control
             class_name="cc-header-title",
         ),
         rx.cond(

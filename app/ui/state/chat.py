@@ -11,10 +11,11 @@ from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
-from app.core.models import Event
+from app.core.models import Event, User
 from app.core.text import clean_prompt
 from app.ui import checks
 from app.ui.feed import ChatFeed, feed_for
+from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState, connected, may_read
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
@@ -47,11 +48,15 @@ def _alive(chat_id: int) -> bool:
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
-def _composer_message(exc: ChatcronError) -> str:
-    """"The message must not be empty." for the composer's own field, the error's message otherwise."""
-    if isinstance(exc, InvalidInput) and exc.field == "text":
-        return f"The message {exc.message.removeprefix('text: ')}."
+def _field_message(exc: ChatcronError, field: str, subject: str) -> str:
+    """"<subject> must not be empty." for the form's own field, the error's message otherwise."""
+    if isinstance(exc, InvalidInput) and exc.field == field:
+        return f"{subject} {exc.message.removeprefix(f'{field}: ')}."
     return exc.message
+
+
+def _composer_message(exc: ChatcronError) -> str:
+    return _field_message(exc, "text", "The message")
 
 
 class ChatState(AuthState):
@@ -61,7 +66,10 @@ class ChatState(AuthState):
     schedules_skill: bool = False
     messages: list[dict[str, str]] = []
     busy: bool = False
+    stopping: bool = False  # a stop was asked for the running turn; it ends within a second
     composer_error: str = ""
+    renaming: bool = False
+    rename_error: str = ""
     missing: bool = False
     _cursor: int = 0
     _generation: int = 0
@@ -141,6 +149,8 @@ class ChatState(AuthState):
             self.busy = bool(self._open_runs)
         elif stale and self.busy:
             self._open_runs, self.busy = [], False
+        if not self.busy:
+            self.stopping = False
 
     @rx.event
     async def send(self, form: dict):
@@ -157,7 +167,49 @@ class ChatState(AuthState):
             return rx.set_value("composer-input", text) if isinstance(text, str) and text.strip() else None
         self.composer_error = ""
         self.busy = True
-        return None
+        return await self._retitled(user)
+
+    async def _retitled(self, user: User) -> EventSpec | None:
+        """A first message may have named the chat (app/core/chats.py): show it here and in the sidebar."""
+        try:
+            chat = await asyncio.to_thread(chats.get_chat, get_core().db, user, self.chat_id)
+        except NotFound:
+            return None
+        if chat.title == self.title:
+            return None
+        self.title = chat.title
+        return NavState.load_nav
+
+    @rx.event
+    async def stop(self):
+        """Stop the chat's running turn, wherever it runs; it ends failed "stopped by <email>"."""
+        core = get_core()
+        user = await self._user()
+        run_id = self._open_runs[-1] if self._open_runs else None
+        try:
+            await asyncio.to_thread(core.prompts.stop, user, self.chat_id, run_id)
+        except ChatcronError as exc:
+            self.composer_error = exc.message
+            return
+        self.composer_error, self.stopping = "", True
+
+    @rx.event
+    def set_renaming(self, open: bool):
+        self.renaming, self.rename_error = open, ""
+
+    @rx.event
+    async def rename(self, form: dict):
+        """Rename the open chat (1..200 characters); the error stays in the page, nothing changes."""
+        core = get_core()
+        user = await self._user()
+        try:
+            chat = await asyncio.to_thread(chats.update_chat, core.db, core.clock, user, self.chat_id,
+                                           form.get("title", ""))
+        except ChatcronError as exc:
+            self.rename_error = _field_message(exc, "title", "The name")
+            return None
+        self.title, self.renaming, self.rename_error = chat.title, False, ""
+        return NavState.load_nav
 
     @rx.event
     async def toggle_schedules_skill(self, enabled: bool):

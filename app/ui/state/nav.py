@@ -1,4 +1,4 @@
-"""The sidebar: projects the user can see and their chats."""
+"""The sidebar: projects the user can see and their chats, the open chat, and a new project."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import reflex as rx
 
 from app.core import chats, projects
 from app.core.context import get_core
+from app.core.errors import ChatcronError, InvalidInput
 from app.core.models import User
+from app.ui import checks
 from app.ui.state.session import AuthState
 
 
@@ -35,11 +37,31 @@ def load_tree(user: User) -> list[ProjectNode]:
     ]
 
 
+def _project_message(exc: ChatcronError) -> str:
+    """"The name must not be empty." for the dialog's own field, the error's message otherwise."""
+    if isinstance(exc, InvalidInput) and exc.field == "name":
+        return f"The name {exc.message.removeprefix('name: ')}."
+    return exc.message
+
+
 class NavState(AuthState):
     tree: list[ProjectNode] = []
+    current_chat_id: int = 0  # the open chat (its item carries aria-current="page")
+    project_dialog: bool = False
+    project_error: str = ""
+
+    def _open_chat_id(self) -> int:
+        parts = self.router.url.path.rstrip("/").split("/")  # /chat/<cid>
+        if len(parts) >= 2 and parts[-2] == "chat":
+            try:
+                return checks.id_text(parts[-1], "chat")
+            except InvalidInput:
+                return 0
+        return 0
 
     @rx.event
     async def load_nav(self):
+        self.current_chat_id = self._open_chat_id()
         self.tree = await asyncio.to_thread(load_tree, await self._user())
 
     @rx.event
@@ -54,6 +76,24 @@ class NavState(AuthState):
     async def new_chat(self, project_id: int):
         core = get_core()
         user = await self._user()
-        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, project_id, "New chat")
+        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, project_id)
         self.tree = await asyncio.to_thread(load_tree, user)
         return rx.redirect(f"/chat/{chat.id}")
+
+    @rx.event
+    def set_project_dialog(self, open: bool):
+        self.project_dialog, self.project_error = open, ""
+
+    @rx.event
+    async def create_project(self, form: dict):
+        """A project named in the dialog, its creator a member (as ``manage create-project``)."""
+        core = get_core()
+        user = await self._user()
+        try:
+            await asyncio.to_thread(projects.create_project, core.db, core.clock, core.settings.workspaces_dir,
+                                    form.get("name", ""), user)
+        except ChatcronError as exc:
+            self.project_error = _project_message(exc)
+            return
+        self.project_dialog, self.project_error = False, ""
+        self.tree = await asyncio.to_thread(load_tree, user)
