@@ -24,15 +24,16 @@ _MONO = {"font_family": "var(--code-font-family)", "font_size": "var(--font-size
          "padding": "0.5em 0.7em", "border_radius": "6px", "background": "var(--gray-a3)", "overflow": "auto",
          "white_space": "pre", "max_width": "100%"}
 # A flex summary loses the browser's marker: a chevron of our own turns when the details open.
-_SUMMARY = {"cursor": "pointer", "display": "flex", "align_items": "center", "gap": "0.4em", "padding": "0.45em 0.7em",
-            "font_size": "var(--font-size-2)", "color": "var(--gray-12)", "list_style": "none",
+_SUMMARY = {"cursor": "pointer", "display": "flex", "flex_wrap": "wrap", "align_items": "center", "gap": "0.4em",
+            "padding": "0.45em 0.7em", "font_size": "var(--font-size-2)", "color": "var(--gray-12)",
+            "list_style": "none",
             "&::-webkit-details-marker": {"display": "none"}}
 _DETAILS = {"& > summary .cc-chevron": {"transition": "transform 120ms"},
             "&[open] > summary .cc-chevron": {"transform": "rotate(90deg)"}}
 
 
 _TIME = {"font_size": "var(--font-size-1)", "color": "var(--gray-10)", "white_space": "nowrap",
-         "font_variant_numeric": "tabular-nums", "&::after": {"content": "attr(data-shown)"}}
+         "font_variant_numeric": "tabular-nums", "flex_shrink": "0", "&::after": {"content": "attr(data-shown)"}}
 
 
 def moment(iso: rx.Var, testid: str = "event-time", **style: object) -> rx.Component:
@@ -167,6 +168,7 @@ def _status(row: dict) -> rx.Component:
         rx.text(row["text"], size="1", color_scheme="gray", custom_attrs={"data-testid": "status-note"}),
         moment(row["at"]),
         align="center", spacing="2", align_self="center", max_width="min(100%, 40em)", padding="0 0.5em",
+        flex_wrap="wrap", row_gap="0",
         custom_attrs=_attrs(row),
     )
 
