@@ -43,8 +43,10 @@ def moment(iso: rx.Var, testid: str = "event-time", **style: object) -> rx.Compo
 
 
 def _corner(row: dict) -> rx.Component:
-    """The event's time under a bubble, at its end."""
-    return rx.box(moment(row["at"]), text_align="end", line_height="1", margin_top="0.3em")
+    """The event's time under a bubble, at its end. Its line is as tall before the label arrives as
+    after, so labelling never moves the transcript under assets/transcript.js's pinning."""
+    return rx.box(moment(row["at"]), text_align="end", font_size="var(--font-size-1)", line_height="1",
+                  height="1em", margin_top="0.3em")
 
 
 def _fire_start(row: dict) -> rx.Component:
