@@ -33,7 +33,8 @@ _DETAILS = {"& > summary .cc-chevron": {"transition": "transform 120ms"},
 
 
 _TIME = {"font_size": "var(--font-size-1)", "color": "var(--gray-10)", "white_space": "nowrap",
-         "font_variant_numeric": "tabular-nums", "flex_shrink": "0", "&::after": {"content": "attr(data-shown)"}}
+         "font_variant_numeric": "tabular-nums", "flex_shrink": "0", "&::after": {"content": "attr(data-shown)"},
+         "display": "inline-block", "min_width": "5ch"}  # today's "14:05" needs no more room than it was given
 
 
 def moment(iso: rx.Var, testid: str = "event-time", **style: object) -> rx.Component:
