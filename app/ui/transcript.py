@@ -8,6 +8,8 @@
 - A reply whose last line is the completion marker (SPEC §3, ``app/core/envelope.py``) shows without
   it: the row's ``marker`` keeps the cut tail (so later chunks join the full text) and the page
   shows a "completed" badge for it.
+- ``at`` is the row's first event's instant (ISO UTC, app/ui/times.py); a fire's row also has
+  ``fired_at`` (its planned occurrence) and ``late`` ("on time", "2 min late") when the caller knows them.
 
 Every row is a ``dict[str, str]`` with the same keys (the page's state is typed that way).
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from app.core import envelope
 from app.core.models import Event, EventType
+from app.ui.times import iso_utc
 
 HIDDEN = {EventType.RUN_STARTED.value, EventType.RUN_FINISHED.value}
 MERGED = {EventType.ASSISTANT_TEXT.value, EventType.THOUGHT.value}  # chunk streams joined per run
@@ -34,7 +37,7 @@ TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "f
 PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
           "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",
-          "marker": ""}
+          "marker": "", "at": "", "fired_at": "", "late": ""}
 
 
 def envelope_parts(text: str) -> tuple[str, str, str]:
@@ -116,10 +119,12 @@ def _with_text(row: dict[str, str], text: str) -> dict[str, str]:
     return {**row, "text": body, "marker": tail}
 
 
-def _row(event: Event, run: str) -> dict[str, str]:
-    row = _with_text({**_BLANK, "id": str(event.id), "type": event.type, "run_id": run}, event.text)
+def _row(event: Event, run: str, fires: Mapping[int, tuple[str, str]]) -> dict[str, str]:
+    row = _with_text({**_BLANK, "id": str(event.id), "type": event.type, "run_id": run,
+                      "at": iso_utc(event.created_at)}, event.text)
     if event.type == EventType.SCHEDULED_PROMPT.value:
         row["task"], row["fire"], row["body"] = envelope_parts(event.text)
+        row["fired_at"], row["late"] = fires.get(event.run_id, ("", "")) if event.run_id else ("", "")
     elif event.type == EventType.TOOL.value:
         row.update(tool_fields(event.text))
     elif event.type == EventType.PLAN.value:
@@ -146,18 +151,19 @@ def _fold_tool(out: list[dict[str, str]], row: dict[str, str]) -> None:
     old = out[index]
     if old["status"] in FINAL_STATUSES and row["status"] not in FINAL_STATUSES:
         return
-    merged = {**row, "id": old["id"]}
+    merged = {**row, "id": old["id"], "at": old["at"]}  # the card's time: when the call began
     for field in ("input", "output", "decision"):  # an update that leaves a field out keeps what was shown
         merged[field] = row[field] or old[field]
     out[index] = merged
 
 
 def merge_events(rows: list[dict[str, str]], events: Iterable[Event],
-                 usage: Mapping[int, str] | None = None) -> list[dict[str, str]]:
+                 usage: Mapping[int, str] | None = None,
+                 fires: Mapping[int, tuple[str, str]] | None = None) -> list[dict[str, str]]:
     """Append ``events`` to ``rows`` (a new list), folding as the module docstring says.
 
     ``usage`` maps a run id to its usage line ("1,234 in · 567 out"); a ``run_finished`` of such a
-    run adds a ``run_usage`` row.
+    run adds a ``run_usage`` row. ``fires`` maps a fire's run id to (planned occurrence, lateness).
     """
     out = list(rows)
     for event in events:
@@ -172,7 +178,7 @@ def merge_events(rows: list[dict[str, str]], events: Iterable[Event],
         if event.type in MERGED and last is not None and last["type"] == event.type and last["run_id"] == run:
             out[-1] = _with_text(last, last["text"] + last["marker"] + event.text)
             continue
-        row = _row(event, run)
+        row = _row(event, run, fires or {})
         if event.type == EventType.TOOL.value:
             _fold_tool(out, row)
             continue

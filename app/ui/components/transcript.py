@@ -2,6 +2,8 @@
 
 Rows come from app/ui/transcript.py (every row has the same keys). Assistant text is Markdown;
 tool calls are cards updated in place; thoughts and plans are folded; ``status`` is a quiet note.
+Every event carries an ``event-time`` (:func:`moment`); a fire card also says when it was planned
+and how late it started.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import reflex as rx
 
 from app.core.config import load_settings
 from app.ui.components.actions import composer_busy_reason, composer_buttons
+from app.ui.components.empty_chat import empty_chat_help
 from app.ui.components.markdown import markdown
 from app.ui.state.chat import ChatState
 
@@ -22,11 +25,45 @@ _MONO = {"font_family": "var(--code-font-family)", "font_size": "var(--font-size
          "padding": "0.5em 0.7em", "border_radius": "6px", "background": "var(--gray-a3)", "overflow": "auto",
          "white_space": "pre", "max_width": "100%"}
 # A flex summary loses the browser's marker: a chevron of our own turns when the details open.
-_SUMMARY = {"cursor": "pointer", "display": "flex", "align_items": "center", "gap": "0.4em", "padding": "0.45em 0.7em",
-            "font_size": "var(--font-size-2)", "color": "var(--gray-12)", "list_style": "none",
+_SUMMARY = {"cursor": "pointer", "display": "flex", "flex_wrap": "wrap", "align_items": "center", "gap": "0.4em",
+            "padding": "0.45em 0.7em", "font_size": "var(--font-size-2)", "color": "var(--gray-12)",
+            "list_style": "none",
             "&::-webkit-details-marker": {"display": "none"}}
 _DETAILS = {"& > summary .cc-chevron": {"transition": "transform 120ms"},
             "&[open] > summary .cc-chevron": {"transform": "rotate(90deg)"}}
+
+
+_TIME = {"font_size": "var(--font-size-1)", "color": "var(--gray-10)", "white_space": "nowrap",
+         "font_variant_numeric": "tabular-nums", "flex_shrink": "0", "&::after": {"content": "attr(data-shown)"},
+         "display": "inline-block", "min_width": "5ch"}  # today's "14:05" needs no more room than it was given
+
+
+def moment(iso: rx.Var, testid: str = "event-time", **style: object) -> rx.Component:
+    """``<time datetime="…UTC…">``, rendered empty: assets/event_time.js labels it in the viewer's zone
+    (its ``data-shown``, shown as ::after content, so the event's own text stays the message)."""
+    return rx.el.time(date_time=iso, style={**_TIME, **style}, custom_attrs={"data-testid": testid, "data-cc-time": ""})
+
+
+def _corner(row: dict) -> rx.Component:
+    """The event's time under a bubble, at its end. Its line is as tall before the label arrives as
+    after, so labelling never moves the transcript under assets/transcript.js's pinning."""
+    return rx.box(moment(row["at"]), text_align="end", font_size="var(--font-size-1)", line_height="1",
+                  height="1em", margin_top="0.3em")
+
+
+def _fire_start(row: dict) -> rx.Component:
+    """"Planned 14:05 · started 14:07 · 2 min late" (only the start when the fire's claim is gone)."""
+    planned = rx.fragment(rx.text("Planned "), moment(row["fired_at"], "fire-at", color="inherit"),
+                          rx.text(" · started "))
+    return rx.hstack(
+        rx.icon("clock", size=12, flex_shrink="0"),
+        rx.cond(row["fired_at"] != "", planned, rx.text("Started ")),
+        moment(row["at"], color="inherit"),
+        rx.cond(row["late"] != "", rx.fragment(
+            rx.text(" · "), rx.text(row["late"], custom_attrs={"data-testid": "fire-lateness"}))),
+        spacing="0", align="center", flex_wrap="wrap", gap="0.25em", font_size="var(--font-size-1)",
+        color="var(--amber-11)", margin_top="0.2em", custom_attrs={"data-testid": "fire-start"},
+    )
 
 
 def _attrs(row: dict, **extra: object) -> dict:
@@ -42,6 +79,7 @@ def _scheduled(row: dict) -> rx.Component:
             rx.badge("fire ", row["fire"], color_scheme="amber", variant="surface", size="1"),
             align="center", spacing="2", custom_attrs={"data-testid": "scheduled-header"},
         ),
+        _fire_start(row),
         rx.text(row["body"], white_space="pre-wrap", size="2", margin_top="0.35em"),
         rx.el.details(
             rx.el.summary("Full prompt sent to the agent", cursor="pointer", color="var(--amber-11)",
@@ -70,6 +108,7 @@ def _assistant(row: dict) -> rx.Component:
     return rx.box(
         markdown(source=row["text"]),
         _completed_badge(row),
+        _corner(row),
         align_self="flex-start", max_width="min(100%, 48em)", min_width="0", padding="0.6em 0.9em",
         border_radius="12px", background="var(--gray-3)", custom_attrs=_attrs(row),
     )
@@ -80,7 +119,8 @@ def _folded(row: dict, testid: str, summary: rx.Component, *body: rx.Component, 
     return rx.box(
         rx.el.details(
             rx.el.summary(rx.icon("chevron-right", size=14, class_name="cc-chevron", flex_shrink="0",
-                                  color="var(--gray-10)"), summary, style=_SUMMARY),
+                                  color="var(--gray-10)"), summary, moment(row["at"], margin_left="auto"),
+                           style=_SUMMARY),
             rx.vstack(*body, spacing="2", padding="0 0.7em 0.6em", width="100%", align="stretch"),
             style=_DETAILS, custom_attrs={"data-testid": testid, **attrs},
         ),
@@ -141,7 +181,9 @@ def _status(row: dict) -> rx.Component:
     return rx.hstack(
         rx.icon("info", size=13, color="var(--gray-10)", flex_shrink="0"),
         rx.text(row["text"], size="1", color_scheme="gray", custom_attrs={"data-testid": "status-note"}),
+        moment(row["at"]),
         align="center", spacing="2", align_self="center", max_width="min(100%, 40em)", padding="0 0.5em",
+        flex_wrap="wrap", row_gap="0",
         custom_attrs=_attrs(row),
     )
 
@@ -155,6 +197,7 @@ def _plain(row: dict) -> rx.Component:
     kind = row["type"]
     return rx.box(
         rx.text(row["text"], white_space="pre-wrap", size="2"),
+        _corner(row),
         align_self=rx.cond(kind == "prompt", "flex-end", "flex-start"),
         background=rx.match(kind, ("prompt", "var(--accent-4)"), ("error", "var(--red-3)"), "var(--gray-3)"),
         color=rx.cond(kind == "error", "var(--red-11)", "inherit"),
@@ -190,6 +233,7 @@ def transcript() -> rx.Component:
     """The scrolling log; assets/transcript.js keeps it pinned to its newest entry."""
     return rx.box(
         rx.vstack(
+            rx.cond(ChatState.loaded & (ChatState.messages.length() == 0) & ~ChatState.busy, empty_chat_help()),
             rx.foreach(ChatState.messages, _event),
             rx.cond(
                 ChatState.busy,

@@ -17,6 +17,7 @@ from app.ui import checks
 from app.ui.feed import ChatFeed, feed_for
 from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState, connected, may_read
+from app.ui.times import for_events as fire_starts
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
 
@@ -71,6 +72,7 @@ class ChatState(AuthState):
     renaming: bool = False
     rename_error: str = ""
     missing: bool = False
+    loaded: bool = False  # the log has been read once (an empty chat shows its help only then)
     _cursor: int = 0
     _generation: int = 0
     _open_runs: list[int] = []
@@ -124,11 +126,12 @@ class ChatState(AuthState):
                 return await self._signed_out(generation)
             quiet = 0 if events else quiet + 1
             usage = await run_usage(get_core().db, events or ())
+            fires = await fire_starts(get_core().db, events or ())
             stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
             async with self:
                 if self._generation != generation:
                     return None
-                self._show(events, stale, usage)
+                self._show(events, stale, usage, fires)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
         return None
@@ -141,9 +144,11 @@ class ChatState(AuthState):
             await self._forget_tab()
         return rx.redirect("/login")
 
-    def _show(self, events: list[Event], stale: bool, usage: dict) -> None:
+    def _show(self, events: list[Event], stale: bool, usage: dict, fires: dict) -> None:
+        if not self.loaded:  # set once: an unchanged poll sends the page nothing
+            self.loaded = True
         if events:
-            self.messages = merge_events(self.messages, events, usage)
+            self.messages = merge_events(self.messages, events, usage, fires)
             self._cursor = events[-1].id
             self._open_runs = open_runs(self._open_runs, events)
             self.busy = bool(self._open_runs)

@@ -16,8 +16,15 @@ WRONG = "Wrong email or password."
 EXPIRED = "That login link expired; log in again."
 OTHER_BROWSER = "That login link belongs to another browser; log in here."
 NO_NONCE = "This browser has no login cookie yet; reload the page, then log in (cookies must be allowed)."
+PLEASE = "Please log in"
 MAX_EMAIL = 320  # RFC 5321's longest address
 MAX_PASSWORD = 1024
+
+
+def missing_fields(email: str, password: str) -> str:
+    """What an incomplete form lacks ("Enter your email and password."), or "" when both are there."""
+    missing = [name for name, value in (("email", email.strip()), ("password", password)) if not value]
+    return f"Enter your {' and '.join(missing)}." if missing else ""
 
 
 class LoginState(AuthState):
@@ -35,6 +42,9 @@ class LoginState(AuthState):
         core = get_core()
         email = checks.text(form.get("email", ""), "email", MAX_EMAIL)
         password = checks.text(form.get("password", ""), "password", MAX_PASSWORD)
+        if missing := missing_fields(email, password):
+            self.error = missing
+            return None
         # The pre-login cookie this tab's socket was opened with: the ticket will work only there.
         nonce = auth.cookie_value(self.router.headers.cookie, auth.LOGIN_COOKIE)
         if not nonce:

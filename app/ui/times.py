@@ -1,0 +1,67 @@
+"""Times of transcript rows: the instant every event carries and what a fire card says of its start.
+
+The page gets instants as ISO 8601 UTC (``<time datetime="…">``); assets/event_time.js writes the
+visible text in the browser's own zone, so the server never needs to know the viewer's zone and a
+row formatted before the zone was known cannot go stale. Lateness is plain words worked out here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from app.core.db import Database
+from app.core.models import Event, EventType, Run
+from app.schedules.model import TaskRun
+
+ON_TIME_SECONDS = 1.0  # a start within a second of its occurrence is "on time"
+
+
+def iso_utc(instant: dt.datetime | None) -> str:
+    """``2026-12-02T14:05:09Z`` (whole seconds, UTC; a naive value is taken as UTC); "" for None."""
+    if instant is None:
+        return ""
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=dt.UTC)
+    return instant.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def lateness(planned: dt.datetime, started: dt.datetime) -> str:
+    """"on time" under a second late (or early), "3 s late", "2 min late", "1 h 5 min late", "2 d 3 h late"."""
+    seconds = (started - planned).total_seconds()
+    if seconds < ON_TIME_SECONDS:
+        return "on time"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s late"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes} min late"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min late" if minutes else f"{hours} h late"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h late" if hours else f"{days} d late"
+
+
+def fire_starts(db: Database, run_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """Run id → (occurrence as ISO UTC, lateness words) for the runs among ``run_ids`` that are fires."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
+    # The turn's start is the instant its scheduled_prompt event was written (app/core/runs.py).
+    query = (sa.select(Run.id, TaskRun.occurrence_at, Run.started_at)
+             .join(TaskRun, TaskRun.id == Run.task_run_id).where(Run.id.in_(ids)))
+    with db.read() as s:
+        rows = s.exec(query).all()
+    return {run_id: (iso_utc(planned), lateness(planned, started)) for run_id, planned, started in rows}
+
+
+async def for_events(db: Database, events: Iterable[Event]) -> dict[int, tuple[str, str]]:
+    """Fire starts of the scheduled prompts among ``events`` (no query when there is none)."""
+    ids = [event.run_id for event in events
+           if event.type == EventType.SCHEDULED_PROMPT.value and event.run_id is not None]
+    return await asyncio.to_thread(fire_starts, db, ids) if ids else {}
