@@ -59,11 +59,13 @@
     }
   };
 
-  let path = location.pathname;
+  // The page's path without a trailing slash: the router may add or drop one after a navigation.
+  const here = () => location.pathname.replace(/\/+$/, "") || "/";
+  let path = here();
 
   const watch = () => {
-    if (location.pathname !== path) { // another page (a chat chosen, a new chat, logged out)
-      path = location.pathname;
+    if (here() !== path) { // another page (a chat chosen, a new chat, logged out)
+      path = here();
       closeSidebar(false);
     }
     const el = document.querySelector(DRAWER);
@@ -78,6 +80,9 @@
   };
 
   const openSidebar = () => {
+    // Opened on this page: a navigation the observer has not seen yet (no DOM change since) must
+    // not close it on the next change.
+    path = here();
     root.dataset.sidebar = "open";
     setToggle(true);
     const sidebar = document.querySelector(SIDEBAR);

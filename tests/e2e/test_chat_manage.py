@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.e2e.conftest import DEMO_EMAIL, login
+from tests.e2e.conftest import DEMO_EMAIL, login, reveal_sidebar
 
 pytestmark = pytest.mark.e2e
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
@@ -33,9 +33,7 @@ def sized(request: pytest.FixtureRequest, browser: Browser, server) -> Iterator[
 
 def _sidebar(page: Page) -> None:
     """Make the sidebar's controls reachable: on a narrow screen it may sit behind `sidebar-toggle`."""
-    toggle = page.get_by_test_id("sidebar-toggle")
-    if toggle.count() and toggle.first.is_visible() and not page.get_by_test_id("new-chat").first.is_visible():
-        toggle.first.click()
+    reveal_sidebar(page)  # by the toggle's state: a sheet still sliding shut looks visible
     expect(page.get_by_test_id("new-chat").first).to_be_visible()
 
 
