@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -129,3 +130,18 @@ def reveal_sidebar(page) -> None:
     toggle = page.get_by_test_id("sidebar-toggle").first
     if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
         toggle.click()
+
+
+def api(server: Server, token: str, method: str, path: str, body: dict | None = None) -> dict:
+    """One call of the served HTTP API with a personal token; the JSON answer ({} when empty)."""
+    request = urllib.request.Request(
+        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def token(server: Server) -> str:
+    """A personal API token of the demo user (one per test module)."""
+    return server.manage("create-token", "--email", DEMO_EMAIL)

@@ -8,14 +8,13 @@ itself on focus and hover.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from tests.e2e.conftest import api as _api
 from tests.e2e.conftest import login
 
 pytestmark = pytest.mark.e2e
@@ -24,19 +23,6 @@ ZONE = "Europe/Paris"
 FIRE = 20_000  # ms: a fire is claimed within 250 ms; the demo reply streams for a second or two
 COUNT_POLL = 15_000  # ms: with the drawer closed the button's counts are read every 5 s
 REPLY = "[data-testid=event][data-type=assistant_text]"
-
-
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read() or b"{}")
-
-
-@pytest.fixture(scope="module")
-def token(server) -> str:
-    return server.manage("create-token", "--email", "demo@example.com")
 
 
 @pytest.fixture(params=sorted(SIZES))

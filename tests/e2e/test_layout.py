@@ -9,10 +9,8 @@ Set CHATCRON_UPDATE_SCREENSHOTS=1 to refresh docs/screenshots/phone-chat.png and
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.e2e.conftest import ROOT, login
+from tests.e2e.conftest import api as _api
 
 pytestmark = pytest.mark.e2e
 ZONE = "Europe/Paris"
@@ -36,19 +35,6 @@ GHOST_ICONS = {"schedule-history-toggle", "schedule-edit", "schedule-delete", "s
 SETTLED_JS = """sel => [...document.querySelectorAll(sel)].every(
     el => el.getAnimations({subtree: true}).every(a => a.playState !== 'running'))"""
 FOCUS_IN_JS = "sel => !!document.activeElement && !!document.activeElement.closest(sel)"
-
-
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read() or b"{}")
-
-
-@pytest.fixture(scope="module")
-def token(server) -> str:
-    return server.manage("create-token", "--email", "demo@example.com")
 
 
 @pytest.fixture(scope="module")

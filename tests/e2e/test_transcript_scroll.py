@@ -8,7 +8,6 @@ never assumed from what Playwright can see.
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.conftest import api as _api
 from tests.e2e.conftest import login
 
 pytestmark = pytest.mark.e2e
@@ -33,14 +33,6 @@ MEASURE_JS = """() => {
 }"""
 
 
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read() or b"{}")
-
-
 def _finish(server, token: str, run_id: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while _api(server, token, "GET", f"/api/runs/{run_id}")["status"] in ("running", "queued"):
@@ -53,11 +45,6 @@ def _prompt(server, token: str, chat_id: int, text: str) -> int:
         return _api(server, token, "POST", f"/api/chats/{chat_id}/prompts", {"text": text})["run_id"]
     except urllib.error.HTTPError as exc:
         raise AssertionError(f"prompt refused: {exc.read()!r}") from None
-
-
-@pytest.fixture(scope="module")
-def token(server) -> str:
-    return server.manage("create-token", "--email", "demo@example.com")
 
 
 class History:

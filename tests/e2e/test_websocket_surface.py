@@ -9,9 +9,7 @@ is checked for tracebacks and Reflex's "An error occurred").
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from urllib.parse import urlparse
 
 import pytest
@@ -26,19 +24,12 @@ from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from tests.e2e import sockets
 from tests.e2e.conftest import DEMO_EMAIL, ROOT, login
+from tests.e2e.conftest import api as _api
 from tests.e2e.sockets import Frames, event_name, frame
 
 pytestmark = pytest.mark.e2e
 MISSING = "This chat does not exist or you cannot see it."
 ID = "must be a positive whole number"
-
-
-def _api(server, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read() or b"{}")
 
 
 def _turn(server, token: str, chat_id: int, text: str) -> None:
@@ -48,11 +39,6 @@ def _turn(server, token: str, chat_id: int, text: str) -> None:
     while _api(server, token, "GET", f"/api/runs/{run}")["status"] in ("running", "queued"):
         assert time.monotonic() < deadline
         time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def token(server) -> str:
-    return server.manage("create-token", "--email", DEMO_EMAIL)
 
 
 @pytest.fixture(scope="module")
