@@ -23,6 +23,25 @@ def current_chat_style(current: rx.Var) -> dict[str, object]:
             "border_radius": "var(--radius-2)", "padding_x": "0.4em", "padding_y": "0.15em", "width": "100%"}
 
 
+def _name_form(field: rx.Component, error: rx.Var, error_id: str, submit: str, submit_id: str,
+               on_submit: rx.EventHandler) -> rx.Component:
+    """A one-field dialog form: the field, its error inline (when there is one), Cancel and submit."""
+    return rx.form(
+        rx.vstack(
+            field,
+            rx.cond(error != "", rx.text(error, color_scheme="red", size="2", role="alert",
+                                         custom_attrs={"data-testid": error_id})),
+            rx.hstack(
+                rx.dialog.close(rx.button("Cancel", type="button", variant="soft", color_scheme="gray")),
+                rx.button(submit, type="submit", custom_attrs={"data-testid": submit_id}),
+                justify="end", width="100%",
+            ),
+            spacing="3",
+        ),
+        on_submit=on_submit,
+    )
+
+
 def project_new() -> rx.Component:
     """The `project-new` button and its dialog: a name, errors inline, Create."""
     return rx.dialog.root(
@@ -34,23 +53,11 @@ def project_new() -> rx.Component:
             rx.dialog.title("New project"),
             rx.dialog.description("A project has its own workspace, chats and scheduled tasks.", size="2",
                                   margin_bottom="0.75em"),
-            rx.form(
-                rx.vstack(
-                    rx.input(name="name", placeholder="Project name", auto_focus=True, max_length=MAX_NAME,
-                             aria_label="Project name", width="100%",
-                             custom_attrs={"data-testid": "project-new-name"}),
-                    rx.cond(NavState.project_error != "",
-                            rx.text(NavState.project_error, color_scheme="red", size="2", role="alert",
-                                    custom_attrs={"data-testid": "project-new-error"})),
-                    rx.hstack(
-                        rx.dialog.close(rx.button("Cancel", type="button", variant="soft", color_scheme="gray")),
-                        rx.button("Create", type="submit", custom_attrs={"data-testid": "project-new-submit"}),
-                        justify="end", width="100%",
-                    ),
-                    spacing="3",
-                ),
-                on_submit=NavState.create_project,
-            ),
+            _name_form(rx.input(name="name", placeholder="Project name", auto_focus=True, max_length=MAX_NAME,
+                                aria_label="Project name", width="100%",
+                                custom_attrs={"data-testid": "project-new-name"}),
+                       NavState.project_error, "project-new-error", "Create", "project-new-submit",
+                       NavState.create_project),
             max_width="420px",
         ),
         open=NavState.project_dialog,
@@ -61,22 +68,10 @@ def project_new() -> rx.Component:
 def _rename_dialog() -> rx.Component:
     return rx.dialog.content(
         rx.dialog.title("Rename chat"),
-        rx.form(
-            rx.vstack(
-                rx.input(name="title", default_value=ChatState.title, auto_focus=True, max_length=MAX_TITLE,
-                         aria_label="Chat name", width="100%", custom_attrs={"data-testid": "chat-rename-input"}),
-                rx.cond(ChatState.rename_error != "",
-                        rx.text(ChatState.rename_error, color_scheme="red", size="2", role="alert",
-                                custom_attrs={"data-testid": "chat-rename-error"})),
-                rx.hstack(
-                    rx.dialog.close(rx.button("Cancel", type="button", variant="soft", color_scheme="gray")),
-                    rx.button("Save", type="submit", custom_attrs={"data-testid": "chat-rename-save"}),
-                    justify="end", width="100%",
-                ),
-                spacing="3",
-            ),
-            on_submit=ChatState.rename,
-        ),
+        _name_form(rx.input(name="title", default_value=ChatState.title, auto_focus=True, max_length=MAX_TITLE,
+                            aria_label="Chat name", width="100%",
+                            custom_attrs={"data-testid": "chat-rename-input"}),
+                   ChatState.rename_error, "chat-rename-error", "Save", "chat-rename-save", ChatState.rename),
         max_width="420px",
     )
 
