@@ -178,7 +178,7 @@ def test_a_value_the_api_refuses_exits_1_with_its_message_and_creates_nothing(ag
     too_often = agent.cli("create", "--name", "n", "--prompt", "p", "--every", "5")
     assert (bad_zone.returncode, too_often.returncode) == (1, 1)
     assert "schedule.timezone" in bad_zone.stderr and "Mars/Olympus" in bad_zone.stderr
-    assert "schedule.every_seconds" in too_often.stderr and "minimum interval" in too_often.stderr
+    assert "schedule.every_seconds" in too_often.stderr and "must be at least 1 minute" in too_often.stderr
     assert agent.rows() == []
 
 
