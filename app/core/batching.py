@@ -1,10 +1,13 @@
 """Coalesce a provider's stream into few writes without delaying it noticeably.
 
-A chunk is written at once when the previous write (or the start) ended at least ``interval``
-seconds ago; otherwise it waits in a buffer that a timer flushes when the interval is up (a turn
-that ends within its first interval is written once, with its end). So a word-by-word stream still
-shows word by word in the page, while a provider that emits a burst of chunks (a fast agent, a
-command printing many lines) costs one write per interval instead of one per chunk.
+A chunk is written at once when the previous write ended at least ``interval`` seconds ago (the
+first chunk: when the batcher is ``first_hold`` seconds old); otherwise it waits in a buffer that a
+timer flushes when the interval is up. The first hold is short: a turn that ends within it (the
+demo agent, a command that prints and exits) is written once, with its end, while a real agent's
+first words — tens of milliseconds after the prompt — are not kept back for a whole interval.
+So a word-by-word stream still shows word by word in the page, while a provider that emits a
+burst of chunks (a fast agent, a command printing many lines) costs one write per interval
+instead of one per chunk.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ class Batcher:
     """Thread-safe; ``write`` returns False when the run has ended elsewhere (then ``ended`` is set)."""
 
     def __init__(self, write: Callable[[str], bool], interval: float = 0.05, max_buffer: int = 65536,
-                 timers: Timers = TIMERS) -> None:
+                 timers: Timers = TIMERS, first_hold: float = 0.01) -> None:
         self._write = write
         self._timers = timers
         self.interval = interval
@@ -28,7 +31,7 @@ class Batcher:
         self._buffered = 0
         self._lock = threading.Lock()
         self._buffer: list[str] = []
-        self._last = time.monotonic()  # the first chunk too waits out an interval
+        self._last = time.monotonic() - interval + min(first_hold, interval)  # the first chunk waits less
         self._timer: TimerHandle | None = None
         self.ended = False
 

@@ -205,8 +205,8 @@ def test_a_batcher_flushed_by_its_timer_leaves_no_pending_timer(timers: Timers) 
         wrote.set()
         return True
 
-    batcher = Batcher(write, interval=0.05, timers=timers)
-    batcher.add("first ")  # within the first interval: buffered (a turn done by then is one write)
+    batcher = Batcher(write, interval=0.05, timers=timers, first_hold=0.05)
+    batcher.add("first ")  # within the first hold: buffered (a turn done by then is one write)
     batcher.add("second")
     assert wrote.wait(WAIT)  # the timer flushed both in one write
     assert written == ["first second"]
@@ -220,8 +220,23 @@ def test_a_batcher_flushed_by_its_timer_leaves_no_pending_timer(timers: Timers) 
 
 def test_a_turn_ending_within_its_first_interval_leaves_everything_to_take(timers: Timers) -> None:
     written: list[str] = []
-    batcher = Batcher(written.append, interval=30.0, timers=timers)
+    batcher = Batcher(written.append, interval=30.0, timers=timers, first_hold=30.0)
     for word in ("Demo ", "agent ", "here."):
         batcher.add(word)
     assert written == [] and batcher.take() == "Demo agent here."
     assert len(timers) == 0  # take() cancelled the pending flush
+
+
+def test_the_first_chunk_is_held_only_for_the_first_hold(timers: Timers) -> None:
+    written: list[str] = []
+
+    def write(text: str) -> bool:
+        written.append(text)
+        return True
+
+    batcher = Batcher(write, interval=30.0, timers=timers, first_hold=0.0)
+    batcher.add("Ready.")  # nothing held: a fast agent's first words go out at once
+    batcher.add(" More")  # then the interval applies
+    assert written == ["Ready."] and len(timers) == 1
+    assert batcher.take() == " More"
+    assert len(timers) == 0
