@@ -156,8 +156,12 @@ def test_a_fork_bomb_from_its_shell_stops_at_the_process_limit(acp: tuple[AgentR
     result = handle.wait(WAIT)
     assert result is not None, "the turn did not end"
     assert said["forked"] < limit and counted <= limit, (said, counted)
-    out = tool_output(model)
-    assert "Resource temporarily unavailable" in out, out[-2000:]
+    if result.status == RunStatus.SUCCEEDED:  # the agent outlived the bomb and saw the fork fail
+        out = tool_output(model)
+        assert "Resource temporarily unavailable" in out, out[-2000:]
+    else:  # the limit counts the agent's own threads too: a node runtime that could not start one
+        # while the bomb held every slot may die, and then the turn fails saying so
+        assert result.status == RunStatus.FAILED and result.error, result
     assert list(host_processes(world.marker)) == []
 
 
