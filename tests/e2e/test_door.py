@@ -10,16 +10,14 @@ way back.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import urllib.request
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, expect
 
-from tests.e2e.conftest import DEMO_EMAIL, Server, login
+from tests.e2e.conftest import DEMO_EMAIL, Server, api, login
 
 pytestmark = pytest.mark.e2e
 DESKTOP = {"width": 1280, "height": 800}
@@ -72,19 +70,6 @@ def open_tab(browser: Browser, server: Server, tabs: list[Tab], size: dict, zone
     tab = Tab(browser.new_context(base_url=server.url, viewport=size, timezone_id=zone, locale="en-US"))
     tabs.append(tab)
     return tab
-
-
-@pytest.fixture(scope="module")
-def token(server: Server) -> str:
-    return server.manage("create-token", "--email", DEMO_EMAIL)
-
-
-def api(server: Server, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"{server.url}{path}", data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, method=method)
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read() or b"{}")
 
 
 def new_chat(server: Server, token: str, title: str) -> int:
