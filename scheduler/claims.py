@@ -17,6 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from app.core import envelope
+from app.core.attention import events as attention
+from app.core.attention.models import AttentionKind
 from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
@@ -31,10 +33,42 @@ PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th
 
 
 
-def _apply(task: ScheduledTask, changes: TaskChanges, now: dt.datetime) -> None:
+def _apply(s: Session, task: ScheduledTask, changes: TaskChanges, now: dt.datetime) -> None:
+    went_wrong = _turns_error(task.status, changes)
     for key, value in changes.columns().items():
         setattr(task, key, value)
     task.updated_at = now
+    if went_wrong:
+        attention.record(s.connection(), [_error_event(task, now)])
+
+
+def _turns_error(status: str, changes: TaskChanges) -> bool:
+    """Whether these changes put a task that was not in ``error`` into it."""
+    return changes.get("status") == TaskStatus.ERROR and status != TaskStatus.ERROR.value
+
+
+def _error_event(task: ScheduledTask | sa.Row, now: dt.datetime, last_error: str | None = None) -> dict:
+    payload = {"task": {**attention.task_payload(task), "status": TaskStatus.ERROR.value,
+                        "last_error": last_error or task.last_error}}
+    return attention.row(now, AttentionKind.TASK_ERROR, user_email=task.owner, chat_id=task.chat_id,
+                         project_id=task.project_id, task_id=task.id, payload=payload,
+                         notify=attention.pushes(task.notify, AttentionKind.TASK_ERROR))
+
+
+def _fire_events(task: sa.Row, changes: TaskChanges, outcome: RunOutcome, run_id: int | None, task_run_id: int,
+                 output: str, error: str | None, now: dt.datetime) -> list[dict]:
+    """The attention events of a fire's end: finished or failed, and the task's error if it began."""
+    kind = AttentionKind.FIRE_FINISHED if outcome == RunOutcome.SUCCEEDED else AttentionKind.FIRE_FAILED
+    status = changes.get("status", task.status)
+    payload = {"task": {**attention.task_payload(task), "status": getattr(status, "value", status)},
+               "run": {"id": run_id, "task_run_id": task_run_id, "outcome": outcome.value, "error": error,
+                       "first_line": attention.first_line(output)}}
+    rows = [attention.row(now, kind, user_email=task.owner, chat_id=task.chat_id, project_id=task.project_id,
+                          task_id=task.id, run_id=run_id, task_run_id=task_run_id, payload=payload,
+                          notify=attention.pushes(task.notify, kind))]
+    if _turns_error(task.status, changes):
+        rows.append(_error_event(task, now, changes.get("last_error")))
+    return rows
 
 
 def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
@@ -138,16 +172,16 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             s.add(row)
             return row
         # this occurrence already fired: never twice; drop what pointed at it
-        _apply(task, decision.changes.only(POINTERS), now)
+        _apply(s, task, decision.changes.only(POINTERS), now)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
     if decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
             s.add(records[key])
-        _apply(task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
+        _apply(s, task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
     else:
-        _apply(task, decision.changes, now)
+        _apply(s, task, decision.changes, now)
     log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
     return None
 
@@ -161,7 +195,7 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
 
 def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:
     due = decision.due
-    _apply(task, decision.changes.but(active_run_id=row.id), now)
+    _apply(s, task, decision.changes.but(active_run_id=row.id), now)
     log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
     return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
@@ -206,7 +240,7 @@ def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -
         row.status = outcome.value
         row.error = "the chat was busy with another turn"
         row.finished_at = now if outcome == RunOutcome.FAILED else None
-        _apply(task, changes, now)
+        _apply(s, task, changes, now)
         s.add_all([task, row])
     log.info("action=fire_met_busy_chat task_id=%s outcome=%s", fire.task_id, outcome.value)
 
@@ -219,7 +253,7 @@ def finish(db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, ou
 
 
 _RUNS_T, _TASKS_T = TaskRun.__table__, ScheduledTask.__table__
-_RECORD = sa.select(_RUNS_T.c.id, _RUNS_T.c.task_id, _RUNS_T.c.status, _RUNS_T.c.trigger).where(
+_RECORD = sa.select(_RUNS_T.c.id, _RUNS_T.c.task_id, _RUNS_T.c.status, _RUNS_T.c.trigger, _RUNS_T.c.run_id).where(
     _RUNS_T.c.id == sa.bindparam("b_id"))
 _TASK = sa.select(_TASKS_T).where(_TASKS_T.c.id == sa.bindparam("b_id"))
 _TASK_LOCKED = _TASK.with_for_update()
@@ -244,6 +278,8 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
     if task is not None and task.active_run_id == row.id:
         _write_task(conn, task.id, result.changes, now)
+        attention.record(conn, _fire_events(task, result.changes, result.outcome, row.run_id, row.id, output,
+                                            error, now))
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
@@ -314,7 +350,10 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
         s.flush()
         task = _locked_task(s.connection(), db, row.task_id)
         if task is not None and task.active_run_id == row.id:
-            _write_task(s.connection(), task.id, d.decide_abandoned(task_view(task), Trigger(row.trigger)), now)
+            changes = d.decide_abandoned(task_view(task), Trigger(row.trigger))
+            _write_task(s.connection(), task.id, changes, now)
+            attention.record(s.connection(), _fire_events(task, changes, RunOutcome.ABANDONED, row.run_id, row.id,
+                                                          "", d.ABANDONED_REASON, now))
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)
     return True
 

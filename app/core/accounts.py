@@ -30,6 +30,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from app.core.attention.models import Approval, AttentionEvent, ChatRead, Delivery, InboxRead, NotificationChannel
 from app.core.auth import normalize_email
 from app.core.clock import Clock
 from app.core.db import Database
@@ -98,6 +99,17 @@ def _heirs(s: Session, user_id: int) -> dict[int, User | None]:
     return heirs
 
 
+def _forget_attention(s: Session, user_id: int, doomed: Sequence[int]) -> None:
+    """What SPEC §13 kept for the user and their doomed chats: channels, deliveries, read marks, approvals."""
+    channels = select(NotificationChannel.id).where(NotificationChannel.user_id == user_id).scalar_subquery()
+    _bulk(s, sa.delete(Delivery).where(Delivery.channel_id.in_(channels)))
+    _bulk(s, sa.delete(NotificationChannel).where(NotificationChannel.user_id == user_id))
+    _bulk(s, sa.delete(InboxRead).where(InboxRead.user_id == user_id))
+    _bulk(s, sa.delete(ChatRead).where(sa.or_(ChatRead.user_id == user_id, ChatRead.chat_id.in_(doomed))))
+    _bulk(s, sa.delete(Approval).where(Approval.chat_id.in_(doomed)))
+    _bulk(s, sa.delete(AttentionEvent).where(AttentionEvent.chat_id.in_(doomed)))
+
+
 def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGone) -> Deletion:
     """Delete a user and what only they used (see the module docstring); NotFound, Conflict."""
     with db.write() as s:
@@ -107,6 +119,7 @@ def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGon
         doomed = _doomed_chats(s, user.id, sole)
         chats_gone(s, doomed)
         _bulk(s, sa.delete(Grant).where(sa.or_(Grant.chat_id.in_(doomed), Grant.owner_id == user.id)))
+        _forget_attention(s, user.id, doomed)
         _bulk(s, sa.delete(Event).where(Event.chat_id.in_(doomed)))
         _bulk(s, sa.delete(Run).where(Run.chat_id.in_(doomed)))
         _bulk(s, sa.delete(Chat).where(Chat.id.in_(doomed)))

@@ -99,6 +99,7 @@ class ScheduledTask(SQLModel, table=True):
     armed_at: dt.datetime | None = instant(nullable=True)
     created_by: str = CreatedBy.USER.value
     idempotency_key: str | None = Field(default=None, max_length=200)
+    notify: str = "failures"  # Notify: which of its events reach the owner's channels (SPEC §13)
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
 

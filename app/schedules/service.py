@@ -16,6 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from app.core import chats as chat_service
+from app.core.attention import events as attention
+from app.core.attention.models import AttentionKind
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
@@ -172,6 +174,10 @@ class TaskService:
                 self._check_quota(s, chat.project_id)
                 s.add(task)
                 s.flush()
+                if status == TaskStatus.DRAFT:
+                    attention.record(s.connection(), [attention.row(
+                        now, AttentionKind.DRAFT_CREATED, user_email=task.owner, chat_id=chat_id,
+                        project_id=chat.project_id, task_id=task.id, payload={"task": attention.task_payload(task)})])
         except IntegrityError:
             existing = self._by_key(chat_id, key) if key else None
             if existing is None:
