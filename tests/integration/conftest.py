@@ -18,6 +18,15 @@ from tests.integration.managecli import Cli, cli_env
 
 
 @pytest.fixture
+def rig(clocked_core: Core, fake_clock: FakeClock) -> Any:  # a Rig
+    """Alice's project and chat, the task service and a loop on one FakeClock core
+    (tests/integration/test_scheduler_loop.py ``Rig``)."""
+    from tests.integration.test_scheduler_loop import build_rig
+
+    return build_rig(clocked_core, fake_clock)
+
+
+@pytest.fixture
 def rig_with(settings: Settings, fake_clock: FakeClock) -> Iterator[Callable[..., Any]]:
     """A scheduler rig (tests/integration/test_scheduler_loop.py ``Rig``) whose core runs with changed
     settings."""

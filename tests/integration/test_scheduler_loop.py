@@ -135,11 +135,6 @@ def build_rig(core: Core, clock: FakeClock) -> Rig:
                project.id, chat.id)
 
 
-@pytest.fixture
-def rig(clocked_core: Core, fake_clock: FakeClock) -> Rig:
-    return build_rig(clocked_core, fake_clock)
-
-
 # -- firing ------------------------------------------------------------------------------------
 
 
