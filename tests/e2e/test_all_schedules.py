@@ -9,15 +9,17 @@ the page filtered to it. Every wait is on a condition in the page.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.e2e.conftest import api, login, reveal_sidebar
+from tests.e2e.conftest import ROOT, api, login, reveal_sidebar
 
 pytestmark = pytest.mark.e2e
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
@@ -60,6 +62,15 @@ def _project(server, token: str) -> tuple[int, dict[str, int], dict[str, int]]:
     return pid, chats, tasks
 
 
+def _shot(page: Page, tmp_path: Path, size: str) -> None:
+    """A screenshot beside the test; the desktop one refreshes the README's with
+    CHATCRON_UPDATE_SCREENSHOTS=1."""
+    path = tmp_path / f"all-schedules-{size}.png"
+    page.screenshot(path=str(path))
+    if size == "desktop" and os.environ.get("CHATCRON_UPDATE_SCREENSHOTS"):
+        shutil.copyfile(path, ROOT / "docs" / "screenshots" / "all-schedules.png")
+
+
 def _row(page: Page, task_id: int) -> Locator:
     return page.locator(f'[data-testid=all-schedules-row][data-schedule-id="{task_id}"]')
 
@@ -70,6 +81,7 @@ def _open(page: Page, pid: int) -> None:
     reveal_sidebar(page)
     page.get_by_test_id("nav-schedules").click()
     page.wait_for_url("**/schedules")
+    expect(page.get_by_test_id("nav-schedules")).to_have_attribute("aria-current", "page")
     expect(page.get_by_test_id("all-schedules-row").first).to_be_visible()
     page.get_by_test_id("all-schedules-filter-project").select_option(str(pid))
     expect(page.get_by_test_id("all-schedules-row")).to_have_count(3)
@@ -110,7 +122,7 @@ def test_the_page_lists_filters_and_pauses_in_bulk(sized: tuple[str, Page], serv
         expect(row).to_have_attribute("data-status", status)
         expect(row.get_by_test_id("all-schedules-status")).to_have_text(status)
     assert api(server, token, "GET", f"/api/schedules/{tasks['nightly']}")["status"] == "paused"
-    page.screenshot(path=str(tmp_path / f"all-schedules-{size}.png"), full_page=True)
+    _shot(page, tmp_path, size)
 
     page.get_by_test_id("all-schedules-filter-status").select_option("paused")
     expect(page.get_by_test_id("all-schedules-row")).to_have_count(2)
