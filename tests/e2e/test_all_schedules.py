@@ -167,3 +167,15 @@ def test_the_bulk_controls_fit_a_phone(browser: Browser, server, token: str) -> 
         _within_width(page, row)
     finally:
         context.close()
+
+
+def test_a_visitor_without_a_session_is_sent_to_the_login_page(browser: Browser, server) -> None:
+    context = browser.new_context(base_url=server.url)
+    page = context.new_page()
+    try:
+        page.goto("/schedules")
+        page.wait_for_url("**/login")
+        expect(page.get_by_text("Please log in")).to_be_visible()
+        expect(page.get_by_test_id("all-schedules-row")).to_have_count(0)
+    finally:
+        context.close()

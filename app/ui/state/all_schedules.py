@@ -17,6 +17,7 @@ log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 5.0
 BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 ACTIONS = ("pause", "resume")
+PATH = "/schedules"
 
 
 class AllSchedulesState(AuthState):
@@ -36,6 +37,10 @@ class AllSchedulesState(AuthState):
         generation = self._watch
         self.reset()
         self._watch = generation + 1  # the running watcher stops at its next round
+
+    def _on_page(self) -> bool:
+        """Whether the tab's latest event came from this page (the router follows its navigation)."""
+        return self.router.url.path.rstrip("/").endswith(PATH)
 
     def _project_id(self) -> int | None:
         return None if self.project_filter == all_tasks.ALL else int(self.project_filter)
@@ -113,8 +118,8 @@ class AllSchedulesState(AuthState):
 
     @rx.event(background=True)
     async def watch(self):
-        """Re-read the list every POLL_SECONDS until the tab goes away, a newer watcher starts or
-        the session ends (then the tab's data is cleared and it goes to the login page)."""
+        """Re-read the list every POLL_SECONDS until the tab goes away or to another page, a newer
+        watcher starts, or the session ends (then the tab's data is cleared and it goes to the login page)."""
         async with self:
             self._watch += 1
             generation, token = self._watch, self._session_token()
@@ -122,8 +127,8 @@ class AllSchedulesState(AuthState):
         while await connected(client):
             await asyncio.sleep(POLL_SECONDS)
             async with self:
-                if self._watch != generation:
-                    return None
+                if self._watch != generation or not self._on_page():
+                    return None  # a newer watcher, or the tab is on another page (Reflex also cancels it then)
                 status, project, zone = self.status_filter, self._project_id(), self.browser_zone
             try:
                 user = await asyncio.to_thread(session_user, token)
