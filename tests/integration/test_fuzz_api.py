@@ -147,6 +147,11 @@ BODIES = {
     "PATCH /api/schedules/{tid}": PATCH,
     "POST /api/schedules/preview": st.fixed_dictionaries({"schedule": st.one_of(VALID_SCHEDULE, SCHEDULE)}),
     "PATCH /agent-api/schedules/{tid}": PATCH,
+    "POST /api/schedules/bulk": st.one_of(
+        st.fixed_dictionaries({"action": st.sampled_from(["pause", "resume"]),
+                               "ids": st.lists(SEEDED_IDS, min_size=1, max_size=4)}),
+        st.fixed_dictionaries({"action": st.sampled_from(["pause", "resume", "arm", None, 1]),
+                               "ids": st.one_of(st.lists(st.one_of(SEEDED_IDS, NUMBER), max_size=6), TEXT)})),
 }
 BODIES["POST /agent-api/schedules"] = BODIES["POST /api/chats/{cid}/schedules"]
 

@@ -27,6 +27,10 @@ def _chat_link(chat: ChatLink) -> rx.Component:
     )
 
 
+def _on_page(path: str) -> rx.Var:
+    return AuthState.router.page.path == path
+
+
 def _project(project: ProjectNode) -> rx.Component:
     return rx.box(
         rx.hstack(
@@ -50,6 +54,12 @@ def sidebar() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("alarm-clock", size=20), rx.heading("chatcron", size="4"), align="center"),
         rx.text(AuthState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
+        rx.link(rx.hstack(rx.icon("calendar-clock", size=14), rx.text("Schedules", size="2"), align="center",
+                          spacing="2"),
+                href="/schedules", underline="none", class_name="cc-chat-link",
+                custom_attrs={"data-testid": "nav-schedules",  # every task: app/ui/pages/schedules.py
+                              "aria-current": rx.cond(_on_page("/schedules"), "page", "false")},
+                **current_chat_style(_on_page("/schedules"))),
         rx.divider(),
         rx.foreach(NavState.tree, _project),
         project_new(),  # app/ui/components/actions.py
