@@ -10,6 +10,7 @@ from app.api import behind_proxies, create_api, only_from
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
+from app.notify import running as notifications
 from app.ui import guard
 from app.ui.pages import chat, index, login, not_found
 from app.ui.state.login import LoginState
@@ -33,6 +34,7 @@ app = rx.App(
                      rx.el.script(src="/layout.js", defer=True),  # assets/layout.js: sidebar sheet, drawer focus
                      rx.el.script(src="/event_time.js", defer=True)],  # assets/event_time.js: local times
 )
+app.register_lifespan_task(notifications.lifespan(get_core))  # the notification outbox's deliverer (SPEC §13)
 app.add_middleware(guard.EventGuard())
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
