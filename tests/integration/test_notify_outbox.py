@@ -13,11 +13,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import select
 
+from app.core import chats, projects
 from app.core.attention import events as attention
 from app.core.attention.models import AttentionKind, Delivery, DeliveryState, NotificationChannel
 from app.core.context import Core
 from app.core.db import Database
-from app.core.models import User
+from app.core.models import Run, User
 from app.notify import channels, outbox, policy
 from app.notify.deliverer import Deliverer, DelivererConfig
 from app.notify.senders import send_webhook
@@ -209,3 +210,23 @@ def test_a_deleted_channel_fails_its_pending_deliveries_at_once(core: Core) -> N
         wait_until(lambda: all_settled(core), what="the delivery failed")
     [row] = deliveries(core)
     assert (row.state, row.attempts, row.last_error) == ("failed", 1, "the channel was deleted")
+
+
+def test_the_body_carries_the_runs_usage(core: Core) -> None:
+    alice = add_user(core, "alice@example.com")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Ops", alice)
+    chat = chats.create_chat(core.db, core.clock, alice, project.id, "Watch")
+    usage = {"input_tokens": 1200, "output_tokens": 80, "cached_tokens": 0, "cost_usd": 0.01}
+    with core.db.write() as s:
+        run = Run(chat_id=chat.id, status="failed", usage=json.dumps(usage), started_at=core.clock.now(),
+                  heartbeat_at=core.clock.now())
+        s.add(run)
+        s.flush()
+        attention.record(s.connection(), [attention.row(
+            core.clock.now(), AttentionKind.FIRE_FAILED, user_email=alice.email, chat_id=chat.id,
+            project_id=project.id, run_id=run.id, payload={"task": {"id": 1}, "run": {"id": run.id}})])
+    webhook(core, alice, "http://127.0.0.1:9/never")
+    outbox.fan_out(core.db, core.clock.now())
+    [row] = deliveries(core)
+    assert json.loads(row.body)["run"] == {"id": run.id, "usage": usage}
+    assert outbox.fan_out(core.db, core.clock.now()) == 0  # fanned out once
