@@ -51,7 +51,7 @@ def _add_forms() -> rx.Component:
         rx.text("Email is not configured on this server (CHATCRON_SMTP_URL).", size="2", color_scheme="gray"),
     )
     return rx.flex(rx.card(webhook, flex="1", min_width="260px"), rx.card(email, flex="1", min_width="260px"),
-                   gap="3", wrap="wrap", width="100%")
+                   gap="0.75em", wrap="wrap", width="100%")
 
 
 def _secret() -> rx.Component:
@@ -95,8 +95,9 @@ def _channel(row: ChannelRow) -> rx.Component:
     return rx.card(
         rx.vstack(
             rx.flex(
-                rx.badge(row.kind, size="2"),
-                rx.text(row.target, size="2", weight="medium", style={"word_break": "break-all"}, flex="1"),
+                rx.hstack(rx.badge(row.kind, size="2"),
+                          rx.text(row.target, size="2", weight="medium", style={"word_break": "break-all"}),
+                          align="center", spacing="2", flex="1 1 260px", min_width="0"),
                 rx.hstack(
                     rx.button(rx.icon("send", size=14), "Send test", size="1", variant="soft",
                               on_click=NotificationsState.send_test(row.id),
@@ -106,7 +107,7 @@ def _channel(row: ChannelRow) -> rx.Component:
                               custom_attrs={"data-testid": "channel-delete"}),
                     spacing="2",
                 ),
-                gap="2", align="center", wrap="wrap", width="100%",
+                gap="0.5em", align="center", wrap="wrap", width="100%",
             ),
             rx.text("Events: ", row.events, size="1", color_scheme="gray"),
             rx.cond(row.deliveries.length() > 0,
