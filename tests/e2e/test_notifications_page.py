@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.notify import policy
-from tests.e2e.conftest import login, reveal_sidebar
+from tests.e2e.conftest import api, login, reveal_sidebar
 from tests.integration.receivers import webhook_receiver
 
 pytestmark = pytest.mark.e2e
@@ -59,3 +59,27 @@ def test_a_webhook_is_added_tested_and_deleted_in_the_page(sized: tuple[str, Pag
         expect(page.get_by_test_id("channel-secret")).to_have_count(0)  # shown once only
         row.get_by_test_id("channel-delete").click()
         expect(row).to_have_count(0)
+
+
+def test_the_schedule_dialog_sets_a_tasks_notify(sized: tuple[str, Page], server, token: str) -> None:
+    size, page = sized
+    login(page)
+    first = page.url
+    reveal_sidebar(page)
+    page.get_by_test_id("new-chat").first.click()
+    page.wait_for_url(lambda url: "/chat/" in url and url != first)
+    chat_id = page.url.rstrip("/").split("/")[-1]
+    page.get_by_test_id("schedules-button").click()
+    expect(page.get_by_test_id("schedules-drawer")).to_be_visible(timeout=15_000)
+    page.get_by_test_id("schedules-new").click()
+    page.get_by_test_id("schedule-form-name").fill(f"Loud {size}")
+    page.get_by_test_id("schedule-form-prompt").fill("Say hello.")
+    expect(page.get_by_test_id("schedule-form-notify")).to_have_text("On failures")
+    page.get_by_test_id("schedule-form-notify").click()
+    page.get_by_role("option", name="Every fire").click()
+    expect(page.get_by_test_id("schedule-form-notify")).to_have_text("Every fire")
+    page.screenshot(path=f"/tmp/schedule-notify-{size}.png")
+    page.get_by_test_id("schedule-form-save").click()
+    expect(page.get_by_test_id("schedule-form")).to_be_hidden()
+    [task] = api(server, token, "GET", f"/api/chats/{chat_id}/schedules")["schedules"]
+    assert (task["name"], task["notify"]) == (f"Loud {size}", "always")
