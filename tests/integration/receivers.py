@@ -19,6 +19,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float  # time.monotonic() when it arrived
+    wall: float  # time.time() when it arrived (to compare with instants other processes wrote)
 
 
 class Receiver:
@@ -40,7 +41,8 @@ class Receiver:
                     status = receiver.script.pop(0) if receiver.script else receiver.status
                     hang = receiver.hang
                     if status < 300:
-                        receiver.got.append(Received(self.path, dict(self.headers.items()), body, time.monotonic()))
+                        receiver.got.append(Received(self.path, dict(self.headers.items()), body, time.monotonic(),
+                                                     time.time()))
                         receiver.arrived.notify_all()
                 time.sleep(hang)
                 self.send_response(status)
