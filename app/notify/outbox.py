@@ -125,6 +125,9 @@ def claim_due(db: Database, now: dt.datetime, owner: str, lease_seconds: float, 
     if limit <= 0:
         return []
     until = now + dt.timedelta(seconds=lease_seconds)
+    with db.read() as s:  # an idle round is one indexed read: no write lock taken (SQLite has one writer)
+        if not s.connection().execute(_DUE.limit(1), {"now": now}).first():
+            return []
     with db.write() as s:
         conn = s.connection()
         query = _DUE.limit(limit)
