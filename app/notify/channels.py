@@ -21,7 +21,7 @@ from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import User
-from app.notify import outbox
+from app.notify import deliverer, outbox
 
 URL_MAX = 2048
 KINDS = tuple(k.value for k in AttentionKind)
@@ -121,7 +121,9 @@ def delete(db: Database, clock: Clock, user: User, channel_id: int) -> None:
 def send_test(db: Database, clock: Clock, user: User, channel_id: int) -> int:
     """Queue a test delivery through the outbox; returns its id."""
     get(db, user, channel_id)
-    return outbox.queue_test(db, channel_id, clock.now())
+    delivery_id = outbox.queue_test(db, channel_id, clock.now())
+    deliverer.kick_local()
+    return delivery_id
 
 
 def deliveries(db: Database, user: User, channel_id: int, limit: int = LOG_LIMIT) -> list[Delivery]:

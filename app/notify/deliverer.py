@@ -4,8 +4,9 @@ Each round it fans out new attention events and leases as many due deliveries as
 workers; attempts run on the pool with their own timeouts, so a dead webhook only ever occupies
 one of this deliverer's workers — never a fire, a request or the loop itself. The database
 decides who delivers what (see ``outbox``), so any number of deliverers may run on one store.
-A round runs every ``poll_seconds`` (an indexed read when idle), at once after an attempt ends,
-and at once on :meth:`Deliverer.kick`.
+A round runs every ``poll_seconds`` (one indexed query when idle), at once after an attempt ends,
+and at once on :meth:`Deliverer.kick` — the scheduler kicks on every wake hint (a fire that ended
+sends one), and :func:`kick_local` kicks this process's deliverers (a test delivery just queued).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,11 +32,20 @@ Sender = Callable[[outbox.Job], policy.Outcome]
 @dataclasses.dataclass(frozen=True)
 class DelivererConfig:
     owner: str  # this deliverer's lease name (host:pid:nonce)
-    poll_seconds: float = 0.5
+    poll_seconds: float = 1.0
     lease_seconds: float = 60.0  # longer than any attempt (HTTP and SMTP time out after 10 s)
     workers: int = 4
     backoff: Sequence[float] = policy.BACKOFF_SECONDS
     fan_out_batch: int = 100
+
+
+_LOCAL: weakref.WeakSet[Deliverer] = weakref.WeakSet()  # this process's running deliverers
+
+
+def kick_local() -> None:
+    """Run a round now in every deliverer of this process (a hint only: the poll covers a lost one)."""
+    for deliverer in list(_LOCAL):
+        deliverer.kick()
 
 
 def config_for(role: str) -> DelivererConfig:
@@ -64,6 +75,7 @@ class Deliverer:
             self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="notify-send")
             self._thread = threading.Thread(target=self._run, name="notify-deliverer", daemon=True)
             self._thread.start()
+            _LOCAL.add(self)
         return self
 
     def kick(self) -> None:
@@ -75,6 +87,7 @@ class Deliverer:
         elsewhere when its lease expires)."""
         self._stop.set()
         self._kick.set()
+        _LOCAL.discard(self)
         if self._thread is not None:
             self._thread.join(timeout)
         if self._pool is not None:
@@ -95,6 +108,8 @@ class Deliverer:
         """Fan out new events and start attempts for due deliveries (on the pool when started,
         else inline); returns how many attempts began."""
         now = self.clock.now()
+        if not outbox.has_work(self.db, now):
+            return 0
         outbox.fan_out(self.db, now, self.config.fan_out_batch)
         with self._lock:
             free = self.config.workers - self._busy

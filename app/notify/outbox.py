@@ -44,6 +44,19 @@ class Job:
     channel_deleted: bool
 
 
+_WORK = sa.select(sa.or_(
+    sa.exists().where(_EVENTS.c.fanned_out_at.is_(None)),
+    sa.exists().where(_DELIVERIES.c.state == DeliveryState.PENDING.value,
+                      _DELIVERIES.c.next_attempt_at <= sa.bindparam("now"),
+                      sa.or_(_DELIVERIES.c.lease_until.is_(None), _DELIVERIES.c.lease_until < sa.bindparam("now")))))
+
+
+def has_work(db: Database, now: dt.datetime) -> bool:
+    """Whether an event waits for its fan-out or a delivery is due: an idle round's only query."""
+    with db.engine.connect() as conn:
+        return bool(conn.execute(_WORK, {"now": now}).scalar())
+
+
 def fan_out(db: Database, now: dt.datetime, limit: int = 100) -> int:
     """Turn up to ``limit`` events nobody fanned out yet into deliveries; returns how many were ours."""
     with db.read() as s:
