@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 
 from app.core import auth, chats, projects
 from app.core.context import Core
+from app.core.grants import Scope
 from app.notify import outbox
 from tests.conftest import database_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents
+from tests.store import issue_grant
 
 EVERY_5_MIN = {"kind": "interval", "every_seconds": 300}
 HOOK = "https://hooks.example.com/chatcron"
@@ -28,6 +30,8 @@ class World:
     alice: dict[str, str]
     bob: dict[str, str]
     chat: int
+    project: int
+    alice_id: int
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -38,7 +42,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         chat = chats.create_chat(core.db, core.clock, alice, project.id, "Watch")
         yield World(core, client_for(core, raise_server_exceptions=False),
                     bearer(auth.create_api_token(core.db, core.clock, alice.id)),
-                    bearer(auth.create_api_token(core.db, core.clock, bob.id)), chat.id)
+                    bearer(auth.create_api_token(core.db, core.clock, bob.id)), chat.id, project.id, alice.id)
 
 
 def post(w: World, body: Any, who: str = "alice") -> Any:
@@ -169,3 +173,17 @@ def test_test_delivery_rows_are_real_outbox_rows(world: World) -> None:
     world.client.post(f"/api/notification-channels/{cid}/test", headers=world.alice)
     jobs = outbox.claim_due(world.core.db, world.core.clock.now(), "api-test", 0.0, 1000)
     assert cid in {j.channel_id for j in jobs}
+
+
+def test_an_agent_may_set_notify_on_its_draft_but_never_change_it(world: World) -> None:
+    token, _ = issue_grant(world.core.db, world.core.clock, 3600, Scope.MANAGE, world.alice_id, world.chat,
+                           world.project)
+    agent = bearer(token)
+    body = {"name": "Agent's", "prompt": "Check.", "schedule": EVERY_5_MIN, "notify": "always"}
+    draft = world.client.post("/agent-api/schedules", json=body, headers=agent)
+    assert draft.status_code == 201 and draft.json()["notify"] == "always" and draft.json()["status"] == "draft"
+    bad = world.client.post("/agent-api/schedules", json={**body, "notify": "loud"}, headers=agent)
+    assert bad.status_code == 400 and bad.json()["error"]["message"].startswith("notify:")
+    before = table_contents(world.core)
+    patched = world.client.patch(f"/agent-api/schedules/{draft.json()['id']}", json={"notify": "never"}, headers=agent)
+    assert patched.status_code == 403 and table_contents(world.core) == before
