@@ -6,6 +6,7 @@ bad input answered in the page; a channel deleted. Screenshots go to /tmp."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -83,3 +84,15 @@ def test_the_schedule_dialog_sets_a_tasks_notify(sized: tuple[str, Page], server
     expect(page.get_by_test_id("schedule-form")).to_be_hidden()
     [task] = api(server, token, "GET", f"/api/chats/{chat_id}/schedules")["schedules"]
     assert (task["name"], task["notify"]) == (f"Loud {size}", "always")
+
+
+def test_without_a_session_the_page_sends_to_the_login_page(browser: Browser, server) -> None:
+    context = browser.new_context(base_url=server.url, viewport=SIZES["desktop"])
+    page = context.new_page()
+    try:
+        page.goto("/settings/notifications")
+        page.wait_for_url(re.compile(r"/login/?$"))
+        expect(page.get_by_test_id("login-prompt")).to_have_text("Please log in")
+        expect(page.get_by_test_id("channel-row")).to_have_count(0)
+    finally:
+        context.close()
