@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ class DelivererConfig:
     workers: int = 4
     backoff: Sequence[float] = policy.BACKOFF_SECONDS
     fan_out_batch: int = 100
+    prune_every_seconds: float = 3600.0  # settled deliveries older than outbox.KEEP_DAYS are forgotten
 
 
 _LOCAL: weakref.WeakSet[Deliverer] = weakref.WeakSet()  # this process's running deliverers
@@ -63,6 +65,7 @@ class Deliverer:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
+        self._pruned_at = 0.0  # time.monotonic() of the last prune; 0: at the first round
 
     @classmethod
     def for_settings(cls, db: Database, clock: Clock, settings: Settings, role: str) -> Deliverer:
@@ -96,6 +99,7 @@ class Deliverer:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                self._prune()
                 self.round()
             except STORE_FAILURES as exc:  # the store is down: try again next round
                 log.warning("action=deliverer_round_failed error=%s", first_line(exc))
@@ -103,6 +107,11 @@ class Deliverer:
                 log.exception("action=deliverer_round_crashed")
             self._kick.wait(self.config.poll_seconds)
             self._kick.clear()
+
+    def _prune(self) -> None:
+        if time.monotonic() - self._pruned_at >= self.config.prune_every_seconds or not self._pruned_at:
+            self._pruned_at = time.monotonic()
+            outbox.prune(self.db, self.clock.now())
 
     def round(self) -> int:
         """Fan out new events and start attempts for due deliveries (on the pool when started,

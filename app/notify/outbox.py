@@ -27,6 +27,7 @@ from app.notify import policy
 log = logging.getLogger("chatcron.notify")
 _EVENTS, _CHANNELS, _DELIVERIES = AttentionEvent.__table__, NotificationChannel.__table__, Delivery.__table__
 _USERS, _RUNS = User.__table__, Run.__table__
+KEEP_DAYS = 30.0  # a channel's delivery log keeps settled deliveries this long
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +179,17 @@ def record(db: Database, job: Job, owner: str, after: policy.Next) -> bool:
     if not done:
         log.warning("action=delivery_lease_lost delivery_id=%s owner=%s", job.id, owner)
     return done
+
+
+def prune(db: Database, now: dt.datetime, keep_days: float = KEEP_DAYS) -> int:
+    """Forget settled deliveries (delivered or failed) older than ``keep_days``; returns how many."""
+    cutoff = now - dt.timedelta(days=keep_days)
+    with db.write() as s:
+        gone = s.connection().execute(sa.delete(_DELIVERIES).where(
+            _DELIVERIES.c.state != DeliveryState.PENDING.value, _DELIVERIES.c.created_at < cutoff)).rowcount
+    if gone:
+        log.info("action=deliveries_pruned count=%s", gone)
+    return gone
 
 
 def is_email(job: Job) -> bool:

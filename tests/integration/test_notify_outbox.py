@@ -4,6 +4,7 @@ real senders against real receivers on loopback (an HTTP endpoint, an aiosmtpd s
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import json
 from collections import Counter
@@ -230,3 +231,17 @@ def test_the_body_carries_the_runs_usage(core: Core) -> None:
     [row] = deliveries(core)
     assert json.loads(row.body)["run"] == {"id": run.id, "usage": usage}
     assert outbox.fan_out(core.db, core.clock.now()) == 0  # fanned out once
+
+
+def test_settled_deliveries_are_forgotten_after_thirty_days(core: Core) -> None:
+    alice = add_user(core, "alice@example.com")
+    channel = webhook(core, alice, "http://127.0.0.1:9/never")
+    old = core.clock.now() - dt.timedelta(days=31)
+    with core.db.write() as s:
+        for state in ("delivered", "failed", "pending"):
+            s.add(Delivery(channel_id=channel.id, kind="test", body="{}", state=state, next_attempt_at=old,
+                           created_at=old))
+        s.add(Delivery(channel_id=channel.id, kind="test", body="{}", state="delivered",
+                       next_attempt_at=core.clock.now(), created_at=core.clock.now()))
+    assert outbox.prune(core.db, core.clock.now()) == 2
+    assert sorted(d.state for d in deliveries(core)) == ["delivered", "pending"]  # the recent one, the unsettled one
