@@ -8,6 +8,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.layout import frame
+from app.ui.components.transcript import moment
 from app.ui.state.nav import NavState
 from app.ui.state.notifications import PRESET_LABELS, ChannelRow, DeliveryRow, NotificationsState
 from app.ui.state.session import AuthState
@@ -82,7 +83,7 @@ def _delivery(d: DeliveryRow) -> rx.Component:
     return rx.hstack(
         rx.badge(d.state, color_scheme=rx.match(d.state, *_STATE_COLORS.items(), "gray"), size="1"),
         rx.text(d.kind, size="1", weight="medium"),
-        rx.text(d.created_at, size="1", color_scheme="gray"),
+        moment(d.created_at, "delivery-time"),  # in the viewer's zone (assets/event_time.js)
         rx.text(rx.cond(d.attempts == 1, "1 attempt", d.attempts.to_string() + " attempts"), size="1"),
         rx.cond(d.status != "", rx.text("status ", d.status, size="1")),
         rx.cond(d.error != "", rx.text(d.error, size="1", color_scheme="red", trim="both")),
