@@ -10,8 +10,9 @@ from app.api import behind_proxies, create_api, only_from
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
+from app.notify import running as deliverer
 from app.ui import guard
-from app.ui.pages import chat, index, login, not_found, schedules
+from app.ui.pages import chat, index, login, not_found, notifications, schedules
 from app.ui.state.login import LoginState
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
@@ -33,9 +34,12 @@ app = rx.App(
                      rx.el.script(src="/layout.js", defer=True),  # assets/layout.js: sidebar sheet, drawer focus
                      rx.el.script(src="/event_time.js", defer=True)],  # assets/event_time.js: local times
 )
+app.register_lifespan_task(deliverer.lifespan(get_core))  # the notification outbox's deliverer (SPEC §13)
 app.add_middleware(guard.EventGuard())
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
 app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_load=chat.ON_LOAD)
 app.add_page(schedules.schedules_page, route="/schedules", title="All schedules · chatcron", on_load=schedules.ON_LOAD)
+app.add_page(notifications.notifications_page, route="/settings/notifications", title="Notifications · chatcron",
+             on_load=notifications.ON_LOAD)
 app.add_page(not_found.not_found_page, route="404", title=not_found.TITLE)  # Reflex's route for unknown URLs

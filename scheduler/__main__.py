@@ -22,6 +22,7 @@ from app.core.config import ConfigError, Settings, load_settings
 from app.core.context import Core, build_core
 from app.core.turns import instance_id
 from app.core.wake import DatabaseWaker, WakeListener
+from app.notify.deliverer import Deliverer
 from scheduler import claims
 from scheduler import decisions as d
 from scheduler.adapters import CoreDirectory, PromptExecutor
@@ -69,6 +70,7 @@ def run(core: Core) -> int:
     core.prompts.start_pump()  # sweeps dead turns' runs from the start, not only after a first fire
     beat = threading.Thread(target=_beat, args=(loop, stop), name="scheduler-heartbeat", daemon=True)
     beat.start()
+    deliverer = Deliverer.for_settings(core.db, core.clock, core.settings, "sched").start()  # SPEC §13 outbox
     loop.wake()
     log.info("action=scheduler_started instance=%s db=%s", instance, "sqlite" if core.db.sqlite else "postgresql")
     print(f"scheduler {instance} running (SIGTERM stops it)", flush=True)
@@ -77,6 +79,8 @@ def run(core: Core) -> int:
         # the loop's heartbeat iteration (every lease/3 s), which re-reads what is due.
         if listener.wait(1.0):
             loop.wake()
+            deliverer.kick()  # a fire may just have ended: its notifications go out now, not at the next poll
+    deliverer.stop(2.0)
     shutdown(core, loop, aps, listener, instance)
     return 0
 

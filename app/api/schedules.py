@@ -41,7 +41,8 @@ def task_json(t: Any) -> dict[str, Any]:
     return {
         "id": t.id, "chat_id": t.chat_id, "project_id": t.project_id, "owner": t.owner, "name": t.name,
         "prompt": t.prompt, "schedule": schedule, "description": describe_schedule(schedule),
-        "overlap": t.overlap, "session": t.session, "max_runs": t.max_runs, "run_count": t.run_count,
+        "overlap": t.overlap, "session": t.session, "notify": t.notify, "max_runs": t.max_runs,
+        "run_count": t.run_count,
         "status": t.status, "enabled": t.status == "active", "next_run_at": rfc3339(t.next_run_at),
         "last_run_at": rfc3339(t.last_run_at), "last_run_status": t.last_run_status, "last_error": t.last_error,
         "pending_run": bool(t.pending_run), "retry_at": rfc3339(t.retry_at), "active_run_id": t.active_run_id,
@@ -80,6 +81,7 @@ class TaskIn(Strict):
     overlap: Any = TASK_DEFAULTS["overlap"]
     max_runs: Any = None
     session: Any = TASK_DEFAULTS["session"]
+    notify: Any = TASK_DEFAULTS["notify"]
     idempotency_key: Any = None
 
 
@@ -90,6 +92,7 @@ class TaskPatch(Strict):
     overlap: Any = None
     max_runs: Any = None
     session: Any = None
+    notify: Any = None
 
 
 class PreviewIn(Strict):

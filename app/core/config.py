@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from app.core.origins import parse_origin
 
@@ -101,6 +102,46 @@ def _origins(name: str, raw: str) -> tuple[str, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
+class SmtpServer:
+    """Where notification emails go (``CHATCRON_SMTP_URL``): ``smtp://`` upgrades with STARTTLS
+    when the server offers it, ``smtps://`` speaks TLS from the start."""
+
+    host: str
+    port: int
+    user: str = ""
+    password: str = ""
+    ssl: bool = False
+
+
+def parse_smtp_url(name: str, raw: str) -> SmtpServer:
+    """``smtp://user:pass@host:port`` (user, password and port optional; 25, or 465 for smtps)."""
+    try:
+        parts = urlsplit(raw.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    if parts.scheme not in ("smtp", "smtps"):
+        raise ConfigError(f"{name}: must start with smtp:// or smtps://")
+    if not parts.hostname:
+        raise ConfigError(f"{name}: names no host (smtp://user:pass@host:port)")
+    ssl = parts.scheme == "smtps"
+    return SmtpServer(host=parts.hostname, port=port or (465 if ssl else 25), user=unquote(parts.username or ""),
+                      password=unquote(parts.password or ""), ssl=ssl)
+
+
+def _smtp_url(name: str, raw: str) -> str:
+    parse_smtp_url(name, raw)
+    return raw.strip()
+
+
+def _address(name: str, raw: str) -> str:
+    value = raw.strip()
+    if "@" not in value or any(c.isspace() for c in value):
+        raise ConfigError(f"{name}: {value!r} is not an email address")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """Every tunable of the product; defaults are the documented ones (README, SPEC §9)."""
 
@@ -149,6 +190,14 @@ class Settings:
     agent_idle_seconds: int = 300
     max_agent_processes: int = 8
     agent_cancel_grace_seconds: float = 5.0
+    # notifications (SPEC §13): email channels need an SMTP server; webhooks need nothing
+    smtp_url: str = ""
+    smtp_from: str = "chatcron@localhost"
+
+    @property
+    def smtp(self) -> SmtpServer | None:
+        """The SMTP server of ``CHATCRON_SMTP_URL``, or None when email is not configured."""
+        return parse_smtp_url(PREFIX + "SMTP_URL", self.smtp_url) if self.smtp_url else None
 
     @property
     def db_url(self) -> str:
@@ -221,6 +270,8 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_MAX_MEMORY_BYTES": ("agent_max_memory_bytes", _int(64 << 20)),
     "AGENT_READ_ONLY_PATHS": ("agent_read_only_paths", _paths),
     "ALLOWED_ORIGINS": ("allowed_origins", _origins),
+    "SMTP_URL": ("smtp_url", _smtp_url),
+    "SMTP_FROM": ("smtp_from", _address),
 }
 
 PREFIX = "CHATCRON_"

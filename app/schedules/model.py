@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
+from app.core.attention.models import Notify
 from app.core.models import instant
 from app.schedules.spec import Schedule, parse_schedule
 
@@ -52,7 +53,7 @@ class SessionMode(enum.StrEnum):
 
 # What a new task gets for the fields a create request leaves out (both APIs, the dialog, the service).
 TASK_DEFAULTS: dict[str, object] = {"overlap": Overlap.QUEUE_ONE.value, "session": SessionMode.RESUME.value,
-                                    "max_runs": None}
+                                    "max_runs": None, "notify": Notify.FAILURES.value}
 
 
 class CreatedBy(enum.StrEnum):
@@ -99,7 +100,7 @@ class ScheduledTask(SQLModel, table=True):
     armed_at: dt.datetime | None = instant(nullable=True)
     created_by: str = CreatedBy.USER.value
     idempotency_key: str | None = Field(default=None, max_length=200)
-    notify: str = "failures"  # Notify: which of its events reach the owner's channels (SPEC §13)
+    notify: str = str(TASK_DEFAULTS["notify"])  # Notify: which of its events reach the owner's channels (SPEC §13)
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
 

@@ -17,7 +17,7 @@ from sqlmodel import Session, func, select
 
 from app.core import chats as chat_service
 from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind
+from app.core.attention.models import AttentionKind, Notify
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
@@ -39,7 +39,7 @@ from app.schedules.model import (
 from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
-EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session")
+EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify")
 
 
 class QuotaExceeded(Conflict):
@@ -71,6 +71,7 @@ class TaskSpec:
     overlap: Overlap
     session: SessionMode
     max_runs: int | None
+    notify: Notify = Notify.FAILURES
 
 
 class TaskService:
@@ -87,7 +88,7 @@ class TaskService:
         if partial_of is not None:
             current = {"name": partial_of.name, "prompt": partial_of.prompt,
                        "schedule": partial_of.schedule_dict(), "overlap": partial_of.overlap,
-                       "max_runs": partial_of.max_runs, "session": partial_of.session}
+                       "max_runs": partial_of.max_runs, "session": partial_of.session, "notify": partial_of.notify}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
         prompt = clean_prompt(merged.get("prompt"), "prompt", self.settings.prompt_max_bytes, strip=False)
@@ -105,7 +106,8 @@ class TaskService:
                         schedule_json=json.dumps(schedule_to_dict(schedule), sort_keys=True),
                         overlap=_enum(Overlap, merged.get("overlap", TASK_DEFAULTS["overlap"]), "overlap"),
                         session=_enum(SessionMode, merged.get("session", TASK_DEFAULTS["session"]), "session"),
-                        max_runs=_max_runs(merged.get("max_runs")))
+                        max_runs=_max_runs(merged.get("max_runs")),
+                        notify=_enum(Notify, merged.get("notify", TASK_DEFAULTS["notify"]), "notify"))
 
     def _check_timing(self, schedule: Any) -> None:
         now = self.clock.now()
@@ -164,7 +166,7 @@ class TaskService:
         task = ScheduledTask(
             chat_id=chat_id, project_id=chat.project_id, owner=actor.user.email, name=spec.name, prompt=spec.prompt,
             schedule=spec.schedule_json, overlap=spec.overlap.value, session=spec.session.value,
-            max_runs=spec.max_runs, status=status.value, idempotency_key=key,
+            max_runs=spec.max_runs, notify=spec.notify.value, status=status.value, idempotency_key=key,
             created_by=(CreatedBy.AGENT if actor.is_agent else CreatedBy.USER).value,
             armed_at=None if actor.is_agent else now, created_at=now, updated_at=now,
             next_run_at=None if actor.is_agent else timing.next_occurrence(spec.schedule, now, armed_at=now),
@@ -214,7 +216,7 @@ class TaskService:
         def change(row: ScheduledTask) -> None:
             row.name, row.prompt, row.overlap, row.session = spec.name, spec.prompt, spec.overlap.value, \
                 spec.session.value
-            row.max_runs = spec.max_runs
+            row.max_runs, row.notify = spec.max_runs, spec.notify.value
             if "schedule" in body:
                 row.schedule = spec.schedule_json
                 if row.status == TaskStatus.ACTIVE.value:

@@ -11,6 +11,7 @@ import datetime as dt
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from app.core.attention.models import Notify
 from app.core.errors import InvalidInput
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
@@ -21,6 +22,7 @@ LABELS = {
     "name": "Name", "prompt": "Prompt", "schedule": "Schedule", "schedule.kind": "Kind",
     "schedule.cron": "Cron expression", "schedule.timezone": "Time zone", "schedule.at": "Date and time",
     "schedule.every_seconds": "Interval", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
+    "notify": "Notify",
 }
 # The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
@@ -44,11 +46,13 @@ class FormFields:
     overlap: str = Overlap.QUEUE_ONE.value
     session: str = SessionMode.RESUME.value
     max_runs: str = ""
+    notify: str = Notify.FAILURES.value
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
 CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
-           "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode)}
+           "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode),
+           "notify": tuple(n.value for n in Notify)}
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
 LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32}
 
@@ -115,7 +119,7 @@ def body_of(fields: FormFields) -> dict[str, Any]:
     except ValueError:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
-            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs}
+            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify}
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +131,7 @@ def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
 def original_of(task: ScheduledTask) -> dict[str, Any]:
     """A stored task as a body, to diff edits against."""
     return {"name": task.name, "prompt": task.prompt, "schedule": task.schedule_dict(),
-            "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs}
+            "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs, "notify": task.notify}
 
 
 def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
@@ -135,7 +139,8 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
     schedule = task.schedule_dict()
     kind = schedule["kind"]
     base = FormFields(name=task.name, prompt=task.prompt, kind=kind, overlap=task.overlap, session=task.session,
-                      max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone)
+                      max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone,
+                      notify=task.notify)
     if kind == "cron":
         return dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     if kind == "interval":

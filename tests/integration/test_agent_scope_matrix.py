@@ -301,8 +301,12 @@ def _reads(w: World, t: Target, caller: str, place: Place, response: Any, before
 
 def _created(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
     after = Snapshot.take(w.core)
-    assert after.outside_tasks() == before.outside_tasks() and after.runs == before.runs
+    events = "attention_events"  # a draft is announced to its owner (SPEC §13): one draft.created event, below
+    assert {k: v for k, v in after.outside_tasks().items() if k != events} == \
+        {k: v for k, v in before.outside_tasks().items() if k != events} and after.runs == before.runs
     [new] = set(after.tasks) - set(before.tasks)
+    [announced] = set(after.tables[events]) - set(before.tables[events])
+    assert "draft.created" in announced and new in announced and place.owner.email in announced
     assert {i: after.tasks[i] for i in before.tasks} == before.tasks, "creating changed another task"
     row = after.tasks[new]
     assert (row["status"], row["created_by"], row["next_run_at"], row["armed_at"]) == ("draft", "agent", None, None)

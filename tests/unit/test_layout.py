@@ -86,13 +86,25 @@ def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) 
 
 
 def test_the_core_imports_no_outer_layer() -> None:
-    outer = ("app.api", "app.ui", "app.schedules", "scheduler")
+    outer = ("app.api", "app.ui", "app.schedules", "app.notify", "scheduler")
     bad = sorted(
         f"{name} → {dep}"
         for name, deps in GRAPH.items()
         if name.startswith("app.core")
         for dep in deps
         if dep.startswith(outer)
+    )
+    assert bad == []
+
+
+def test_notification_delivery_needs_only_the_core() -> None:
+    """Both processes run a deliverer: it may lean on app.core alone (SPEC §13)."""
+    bad = sorted(
+        f"{name} → {dep}"
+        for name, deps in GRAPH.items()
+        if name.startswith("app.notify")
+        for dep in deps
+        if dep.startswith(("app.api", "app.ui", "app.schedules", "scheduler"))
     )
     assert bad == []
 

@@ -161,9 +161,10 @@ CREATE_CASES = [
     (["--every", "15m"], {"schedule": {"kind": "interval", "every_seconds": 900}}),
     (["--every", "2h"], {"schedule": {"kind": "interval", "every_seconds": 7200}}),
     (["--every", "1d"], {"schedule": {"kind": "interval", "every_seconds": 86400}}),
-    (["--every", "300", "--overlap", "skip", "--max-runs", "5", "--session", "fresh", "--idempotency-key", "k-1"],
+    (["--every", "300", "--overlap", "skip", "--max-runs", "5", "--session", "fresh", "--notify", "always",
+      "--idempotency-key", "k-1"],
      {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "skip", "max_runs": 5,
-      "session": "fresh", "idempotency_key": "k-1"}),
+      "session": "fresh", "notify": "always", "idempotency_key": "k-1"}),
     (["--every", "300", "--overlap", "queue_one"],
      {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "queue_one"}),
 ]

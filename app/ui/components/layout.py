@@ -64,6 +64,8 @@ def sidebar() -> rx.Component:
         rx.foreach(NavState.tree, _project),
         project_new(),  # app/ui/components/actions.py
         rx.spacer(),
+        rx.link(rx.hstack(rx.icon("bell", size=14), rx.text("Notifications", size="2"), align="center", spacing="2"),
+                href="/settings/notifications", underline="none", custom_attrs={"data-testid": "nav-notifications"}),
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),
         id=SIDEBAR_ID, class_name="cc-sidebar", padding="1em", spacing="2",

@@ -149,7 +149,10 @@ def _options() -> rx.Component:
                "schedule-session"),
         _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
                                   placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit"),
-        columns={"initial": "1", "sm": "3"}, spacing="3", width="100%",
+        _field("Notify me", _select("notify", "schedule-form-notify",
+                                    [("failures", "On failures"), ("always", "Every fire"), ("never", "Never")]),
+               "schedule-notify"),
+        columns={"initial": "1", "sm": "2"}, spacing="3", width="100%",
     )
 
 

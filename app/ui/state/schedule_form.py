@@ -58,6 +58,7 @@ class ScheduleFormState(AuthState):
     overlap: str = "queue_one"
     session: str = "resume"
     max_runs: str = ""
+    notify: str = "failures"
     description: str = ""
     fires: list[dict[str, str]] = []
     error: str = ""
