@@ -149,6 +149,7 @@ class Settings:
     agent_idle_seconds: int = 300
     max_agent_processes: int = 8
     agent_cancel_grace_seconds: float = 5.0
+    approval_timeout_seconds: int = 900  # tool_policy=ask: an unanswered approval is rejected after this
 
     @property
     def db_url(self) -> str:
@@ -212,6 +213,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_IDLE_SECONDS": ("agent_idle_seconds", _int(0)),
     "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
     "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
+    "APPROVAL_TIMEOUT_SECONDS": ("approval_timeout_seconds", _int(1)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
     "AGENT_SANDBOX": ("agent_sandbox", _sandbox),
     "AGENT_UID": ("agent_uid", _int(1)),  # never 0: the agent must not be root

@@ -52,8 +52,7 @@ def test_set_provider_stores_the_settings_and_no_api_returns_the_secrets(core: C
 
 
 @pytest.mark.parametrize(("given", "message"), [
-    (["agent=claude", "tool_policy=ask"], "'ask' is not available yet"),
-    (["agent=claude", "tool_policy=maybe"], "tool_policy: 'maybe' is not one of allow, deny"),
+    (["agent=claude", "tool_policy=maybe"], "tool_policy: 'maybe' is not one of allow, deny, ask"),
     (["agent=gpt"], "unknown preset 'gpt'"),
     (["tool_policy=deny"], "set exactly one of agent"),
     (["agent=claude", "env.BAD-NAME=x"], "is not env.NAME"),

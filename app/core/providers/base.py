@@ -7,9 +7,12 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.core.models import EventType
+
+if TYPE_CHECKING:
+    from app.core.attention.waiting import TurnApprovals
 
 
 class ProviderError(RuntimeError):
@@ -31,6 +34,7 @@ class TurnRequest:
     project_id: int | None = None
     previous_run_id: int | None = None  # the chat's latest turn before this one: is a warm session in step?
     fresh_session: bool = False  # a `session: fresh` fire: its session is its own, never the chat's
+    approvals: TurnApprovals | None = None  # tool_policy=ask: where the turn asks a person (SPEC §13)
 
 
 @dataclasses.dataclass(frozen=True)
