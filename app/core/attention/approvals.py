@@ -98,9 +98,19 @@ def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_
         if current is not None and current.state == ApprovalState.PENDING.value:
             expire_due(db, now)
             current = get(db, approval_id)
-        by = f" by {current.decided_by}" if current and current.decided_by else ""
-        raise Conflict(f"approval {approval_id} is already {current.state if current else 'gone'}{by}")
+        raise Conflict(_settled_message(approval_id, current))
     return get(db, approval_id)  # type: ignore[return-value]
+
+
+def _settled_message(approval_id: int, row: Approval | None) -> str:
+    """Why an approval can no longer be answered, naming who decided it."""
+    if row is None:
+        return f"approval {approval_id} is gone"
+    if row.state == ApprovalState.EXPIRED.value:
+        return f"approval {approval_id} has expired: nobody answered in time, so the call was rejected"
+    if row.state == ApprovalState.CANCELLED.value:
+        return f"approval {approval_id} was cancelled: its turn ended before an answer"
+    return f"approval {approval_id} was already {row.state} by {row.decided_by or 'someone else'}"
 
 
 def expire_due(db: Database, now: dt.datetime) -> int:
