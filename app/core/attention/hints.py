@@ -85,7 +85,7 @@ class Listener:
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._thread: threading.Thread | None = None
-        self._pipe: Path | None = None
+        self.ready = threading.Event()  # set while hints are being received (tests wait for it)
 
     def subscribe(self) -> asyncio.Event:
         """An event set (on the calling loop) whenever a hint arrives; call on the waiter's loop."""
@@ -136,7 +136,7 @@ class Listener:
         os.mkfifo(path, 0o600)
         reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         keeper = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # keeps the pipe from reporting EOF
-        self._pipe = path
+        self.ready.set()
         try:
             while True:
                 ready, _, _ = select.select([reader], [], [], IDLE_SECONDS)
@@ -149,6 +149,7 @@ class Listener:
                         pass
                 self._wake()
         finally:
+            self.ready.clear()
             for fd in (reader, keeper):
                 os.close(fd)
             with contextlib.suppress(OSError):
@@ -161,11 +162,15 @@ class Listener:
         with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             self._wake()  # listening now: re-read what may have been answered before
-            while True:
-                if any(True for _ in conn.notifies(timeout=IDLE_SECONDS, stop_after=1)):
-                    self._wake()
-                elif not self._still_wanted():
-                    return
+            self.ready.set()
+            try:
+                while True:
+                    if any(True for _ in conn.notifies(timeout=IDLE_SECONDS, stop_after=1)):
+                        self._wake()
+                    elif not self._still_wanted():
+                        return
+            finally:
+                self.ready.clear()
 
 
 _listeners: dict[str, Listener] = {}
