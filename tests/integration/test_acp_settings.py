@@ -60,7 +60,7 @@ def test_set_provider_stores_the_settings_and_no_api_returns_the_secrets(core: C
     (["agent=claude", "colour=blue"], "unknown key 'colour'"),
     (["agent=codex", "env.OPENAI_BASE_URL=ftp://models"], "env.OPENAI_BASE_URL: must be an http"),
     (["agent=codex", "model=a\nb"], "model: must be a model name"),
-], ids=["ask", "policy", "preset", "no-agent", "env-name", "budget", "unknown", "codex-url", "codex-model"])
+], ids=["policy", "preset", "no-agent", "env-name", "budget", "unknown", "codex-url", "codex-model"])
 def test_bad_acp_settings_are_refused_and_change_nothing(core: Core, given: list[str], message: str) -> None:
     project_id, _ = _project(core)
     argv = ["set-provider", "--project", str(project_id), "--provider", "acp"]
