@@ -6,7 +6,8 @@ then one machine line ``{"machine": {...}}``. Each figure sets up its own temp d
 processes (see the modules): bench_cron (time engine), fire lateness (bench_scheduler),
 bench_burst, bench_idle, bench_web (wake via HTTP, UI latency, API list rate), bench_agent (fire →
 first text with the real Claude Code agent, cold and warm; its memory), bench_sandbox (what the agent
-sandbox adds to a turn's start).
+sandbox adds to a turn's start), bench_approval (an approval answered in another process → the
+waiting turn answers the agent, and → the agent's next text).
 
 ``--quick`` is the CI smoke run: small sizes, a few seconds each, the same code paths; its values
 mean nothing. A figure that fails prints its lines with ``value: null, ok: false`` and the traceback
@@ -32,7 +33,16 @@ import sqlalchemy as sa
 from app.core.db import normalize_url
 from app.schedules.service import TaskService
 from tests.integration.procs import Schedulers
-from tests.perf import bench_agent, bench_burst, bench_cron, bench_idle, bench_sandbox, bench_scheduler, bench_web
+from tests.perf import (
+    bench_agent,
+    bench_approval,
+    bench_burst,
+    bench_cron,
+    bench_idle,
+    bench_sandbox,
+    bench_scheduler,
+    bench_web,
+)
 from tests.perf.common import PG_ENV, databases, emit, median, percentile, prepared
 
 CRON_TARGET_PER_S = float(bench_cron.TARGET_PER_S)
@@ -51,12 +61,15 @@ class Plan:
     web: bench_web.Sizes
     agent: bench_agent.Sizes
     sandbox: bench_sandbox.Sizes
+    approval: bench_approval.Sizes
 
 
 FULL = Plan(5000, 7, bench_scheduler.Sizes(wake_samples=0, tasks=200, window_s=60.0),
-            bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL, bench_sandbox.FULL)
+            bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL, bench_sandbox.FULL,
+            bench_approval.FULL)
 QUICK = Plan(300, 3, bench_scheduler.Sizes(wake_samples=0, tasks=20, window_s=4.0),
-             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK, bench_sandbox.QUICK)
+             bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK, bench_sandbox.QUICK,
+             bench_approval.QUICK)
 
 
 def cron_figure(plan: Plan) -> None:
@@ -133,10 +146,12 @@ def _guarded(name: str, metrics: list[str], db: str | None, figure: Callable[[],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    parser.add_argument("--only", help="comma-separated figure groups: cron,lateness,burst,idle,web,agent,sandbox")
+    parser.add_argument("--only", help="comma-separated figure groups: "
+                                       "cron,lateness,burst,idle,web,agent,sandbox,approval")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
-    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent", "sandbox"}
+    only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent", "sandbox",
+                                                        "approval"}
     ok = True
     if "cron" in only:
         ok &= _guarded("cron", ["cron_next_per_s"], None, lambda: cron_figure(plan))
@@ -153,6 +168,7 @@ def main() -> int:
                      "ui_event_latency_p95_ms", "ui_event_latency_all_pages_p95_ms", "api_list_rps"],
              lambda k=kind: bench_web.bench(k, plan.web)),
             ("sandbox", bench_sandbox.METRICS, lambda k=kind: bench_sandbox.bench(k, plan.sandbox)),
+            ("approval", bench_approval.METRICS, lambda k=kind: bench_approval.bench(k, plan.approval)),
         ]
         for name, metrics, figure in groups:
             if name in only:

@@ -25,9 +25,9 @@ from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestP
 
 from app.core.attention.hints import FALLBACK_SECONDS
 from app.core.attention.models import ApprovalState
-from app.core.attention.waiting import TurnApprovals
 from app.core.providers.acp_events import ToolCalls, is_remote_schedule, now_utc, plan_json
 from app.core.providers.acp_policy import CANCELLED, Choice, choose, outcome_of
+from app.core.providers.base import Approvals
 
 log = logging.getLogger("chatcron.acp")
 
@@ -39,7 +39,7 @@ class TurnSink:
     session_id: str
     policy: str  # allow, deny or ask
     workspace: Path | None
-    approvals: TurnApprovals | None = None  # where an ``ask`` turn asks (None: ask is answered "cancelled")
+    approvals: Approvals | None = None  # where an ``ask`` turn asks (None: ask is answered "cancelled")
     items: queue.Queue = dataclasses.field(default_factory=queue.Queue)  # (kind, payload) for the turn thread
     tools: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     raw_inputs: dict[str, object] = dataclasses.field(default_factory=dict)
@@ -177,7 +177,7 @@ class AgentClient:
         return None
 
 
-async def _wait(sink: TurnSink, asker: TurnApprovals, approval_id: int) -> Any:
+async def _wait(sink: TurnSink, asker: Approvals, approval_id: int) -> Any:
     """The approval once it is no longer pending; None when the turn is cancelled first. Re-read
     on every wake hint and at least every FALLBACK_SECONDS."""
     listener = asker.listener()
