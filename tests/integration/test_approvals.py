@@ -14,14 +14,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
-from app.core import auth, chats, projects
+from app.core import auth, chats, projects, runs
 from app.core.attention import approvals
 from app.core.attention.models import ApprovalState, AttentionEvent
 from app.core.clock import FakeClock
 from app.core.context import Core
 from app.core.errors import Conflict, InvalidInput, NotFound
-from app.core.models import User
+from app.core.models import RunSource, User
 from tests.integration.apiclient import add_user, bearer, client_for
+from tests.store import begin_run
 
 OPTIONS = [{"option_id": "allow_always", "name": "Always Allow", "kind": "allow_always"},
            {"option_id": "allow", "name": "Allow", "kind": "allow_once"},
@@ -119,6 +120,15 @@ def test_a_turn_that_ends_cancels_its_pending_approvals_only(world: World) -> No
     assert states == {mine: "cancelled", decided: "allowed", other_run: "pending"}
     with pytest.raises(Conflict, match="was cancelled: its turn ended"):
         approvals.answer(world.core.db, world.clock.now(), world.alice, mine, "allow")
+
+
+def test_a_run_abandoned_by_a_dead_process_cancels_its_approvals(world: World) -> None:
+    run = begin_run(world.core.db, world.clock, world.chat, "create notes.txt", source=RunSource.USER,
+                    lease_seconds=30, instance="a-process-that-dies")
+    approval_id = world.ask(run_id=run.id)
+    world.clock.advance(31)
+    assert [r.id for r in runs.abandon_stale_runs(world.core.db, world.clock, 30)] == [run.id]
+    assert approvals.get(world.core.db, approval_id).state == "cancelled"
 
 
 def test_someone_who_cannot_see_the_chat_cannot_see_or_answer(world: World) -> None:
