@@ -4,18 +4,22 @@ The demo user's project runs the installed ``claude`` preset against the scripte
 server with ``tool_policy=ask``; the turn runs in the web process. Its Bash call becomes an
 approval card in the first tab; the second tab clicks "allow once"; the first tab sees the card
 decided (by whom) and the agent's reply after the tool ran.
+Set CHATCRON_UPDATE_SCREENSHOTS=1 to refresh docs/screenshots/approval-card.png.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.agents.anthropic_server import AnthropicServer, bash, text
 from tests.agents.rig import agents_dir
-from tests.e2e.conftest import DEMO_EMAIL, api, login
+from tests.e2e.conftest import DEMO_EMAIL, ROOT, api, login
 
 pytestmark = pytest.mark.e2e
 AGENT = 180_000  # ms: a cold Claude Code on a loaded 2-core machine takes seconds to start
@@ -30,8 +34,15 @@ def model() -> Iterator[AnthropicServer]:
     server.close()
 
 
+def _shot(page: Page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    page.screenshot(path=str(path))
+    if os.environ.get("CHATCRON_UPDATE_SCREENSHOTS"):
+        shutil.copyfile(path, ROOT / "docs" / "screenshots" / name)
+
+
 def test_an_approval_answered_in_a_second_tab_lets_the_turn_go_on(page: Page, browser, server, token: str,
-                                                                 model: AnthropicServer) -> None:
+                                                                 model: AnthropicServer, tmp_path: Path) -> None:
     project = api(server, token, "POST", "/api/projects", {"name": "Approvals"})
     server.manage("set-provider", "--project", str(project["id"]), "--provider", "acp", "--setting", "agent=claude",
                   "--setting", f"env.ANTHROPIC_BASE_URL={model.url}", "--setting", "env.ANTHROPIC_API_KEY=sk-ant-test",
@@ -52,6 +63,7 @@ def test_an_approval_answered_in_a_second_tab_lets_the_turn_go_on(page: Page, br
     offered = [o["option_id"] for o in pending["options"]]
     expect(card.get_by_test_id("approval-option")).to_have_count(len(offered))
     allow = next(o["option_id"] for o in pending["options"] if o["kind"] == "allow_once")
+    _shot(page, tmp_path, "approval-card.png")
 
     other = browser.new_context(base_url=server.url)
     second = other.new_page()
