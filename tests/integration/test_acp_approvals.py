@@ -125,6 +125,8 @@ def test_a_stopped_turn_cancels_its_approval(rig: AgentRig, model: AnthropicServ
     assert result.status == RunStatus.FAILED
     assert approvals.get(rig.core.db, approval.id).state == "cancelled"
     assert not (rig.core.settings.workspaces_dir / str(rig.project) / "stopped.txt").exists()
+    last = list(tool_states(rig, handle.run_id).values())[-1][-1]  # the card no longer offers its buttons
+    assert last["approval"]["state"] == "cancelled" and last["decision"]["outcome"] == "cancelled"
 
 
 def test_a_hint_from_another_process_wakes_a_waiter_here(settings: Settings) -> None:
