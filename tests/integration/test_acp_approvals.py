@@ -2,7 +2,8 @@
 
 The installed ``claude`` preset runs against the scripted Anthropic server; Claude Code's default
 permission mode asks before a Bash call, so the request reaches chatcron, becomes an approval and
-a tool event ``awaiting_approval``, and the turn waits. The answer comes from another process
+a tool event ``awaiting_approval``, and the turn waits — a user's turn or a scheduled fire (whose
+approval names its task and is asked of the task's owner). The answer comes from another process
 (as from a web worker) through the database, with a wake hint; an unanswered approval expires
 and the call is rejected; a stopped turn cancels its approval. On SQLite and PostgreSQL.
 """
@@ -21,10 +22,13 @@ import pytest
 from app.core.attention import approvals, hints
 from app.core.attention.models import Approval
 from app.core.config import Settings
-from app.core.models import RunStatus
+from app.core.models import RunSource, RunStatus
+from app.schedules.service import Actor, TaskService
+from scheduler.__main__ import build_loop
 from tests.agents.anthropic_server import AnthropicServer, bash, text, wait_for
 from tests.agents.rig import ROOT, AgentRig, build_rig
 from tests.integration.test_acp_claude import WAIT, finished, tool_states
+from tests.integration.test_scheduler_loop import settle
 
 
 @pytest.fixture
@@ -127,6 +131,31 @@ def test_a_stopped_turn_cancels_its_approval(rig: AgentRig, model: AnthropicServ
     assert not (rig.core.settings.workspaces_dir / str(rig.project) / "stopped.txt").exists()
     last = list(tool_states(rig, handle.run_id).values())[-1][-1]  # the card no longer offers its buttons
     assert last["approval"]["state"] == "cancelled" and last["decision"]["outcome"] == "cancelled"
+
+
+def test_a_fire_asks_its_owner_remote_schedule_is_not_asked_and_a_rejection_is_on_the_card(
+        rig: AgentRig, model: AnthropicServer) -> None:
+    core = rig.core
+    service = TaskService(core.db, core.clock, core.settings)
+    task, _ = service.create(Actor(rig.user), rig.chat, {"name": "tidy", "prompt": "Tidy the workspace.",
+                                                         "schedule": {"kind": "interval", "every_seconds": 3600}})
+    service.run_now(Actor(rig.user), task.id)
+    model.play(bash("scripts/remote-schedule list"), bash("touch fired.txt"), text("I may not create it."))
+    build_loop(core, "sched:approvals").tick()
+    approval = pending_approval(rig)
+    assert (approval.task_id, approval.requested_for, approval.chat_id) == (task.id, "alice@example.com", rig.chat)
+    reject = next(o["option_id"] for o in json.loads(approval.options) if o["kind"] == "reject_once")
+    assert answer_elsewhere(rig, approval.id, reject)["state"] == "rejected"
+    settle(core, WAIT)
+    fired = rig.run_row(approval.run_id)
+    assert fired.source == RunSource.SCHEDULE.value and fired.status == RunStatus.SUCCEEDED.value, fired.error
+    listed, touched = tool_states(rig, fired.id).values()
+    assert listed[-1]["decision"]["by"] == "capability" and "approval" not in listed[-1]
+    assert touched[-1]["status"] == "failed" and touched[-1]["approval"]["state"] == "rejected"
+    assert touched[-1]["decision"] == {**touched[-1]["decision"], "outcome": "rejected", "option": reject,
+                                       "by": "user:alice@example.com"}
+    assert [a.id for a in approvals.list_for(core.db, rig.user)] == [approval.id]
+    assert not (core.settings.workspaces_dir / str(rig.project) / "fired.txt").exists()
 
 
 def test_a_hint_from_another_process_wakes_a_waiter_here(settings: Settings) -> None:
