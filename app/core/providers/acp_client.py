@@ -186,9 +186,13 @@ async def _wait(sink: TurnSink, asker: Approvals, approval_id: int) -> Any:
     try:
         while not sink.cancelled:
             wakeup.clear()  # before the read: a hint that comes during it wakes the next wait
-            row = await asyncio.to_thread(asker.settle, approval_id)
-            if row is None or row.state != ApprovalState.PENDING.value:
-                return row
+            try:
+                row = await asyncio.to_thread(asker.settle, approval_id)
+            except Exception as exc:  # the store is away for a moment: the answer waits in it, read again
+                log.warning("action=approval_read_failed approval_id=%s error=%s", approval_id, exc)
+            else:
+                if row is None or row.state != ApprovalState.PENDING.value:
+                    return row
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), FALLBACK_SECONDS)
         return None
