@@ -81,7 +81,9 @@ def visible(db: Database, user: User, approval_id: int) -> Approval:
 
 def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_id: object) -> Approval:
     """A person picks one of the agent's options. NotFound (not visible), InvalidInput (not one of
-    the options), Conflict (already decided or expired — the message says how)."""
+    the options), Conflict (already decided or expired — the message says how). The caller then
+    sends ``app.core.attention.hints.notify(db)`` so the waiting turn, in whichever process, reads
+    the answer at once (without it, within a second)."""
     row = visible(db, user, approval_id)
     options = json.loads(row.options)
     chosen = next((o for o in options if isinstance(option_id, str) and o.get("option_id") == option_id), None)
