@@ -198,6 +198,7 @@ class Settings:
     def smtp(self) -> SmtpServer | None:
         """The SMTP server of ``CHATCRON_SMTP_URL``, or None when email is not configured."""
         return parse_smtp_url(PREFIX + "SMTP_URL", self.smtp_url) if self.smtp_url else None
+    approval_timeout_seconds: int = 900  # tool_policy=ask: an unanswered approval is rejected after this
 
     @property
     def db_url(self) -> str:
@@ -261,6 +262,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_IDLE_SECONDS": ("agent_idle_seconds", _int(0)),
     "MAX_AGENT_PROCESSES": ("max_agent_processes", _int(0)),
     "AGENT_CANCEL_GRACE_SECONDS": ("agent_cancel_grace_seconds", _float(0.0)),
+    "APPROVAL_TIMEOUT_SECONDS": ("approval_timeout_seconds", _int(1)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
     "AGENT_SANDBOX": ("agent_sandbox", _sandbox),
     "AGENT_UID": ("agent_uid", _int(1)),  # never 0: the agent must not be root

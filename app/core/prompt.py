@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from app.core.attention.waiting import TurnApprovals
 from app.core.chats import SCHEDULED_TASKS, chat_skills, title_from_first_message_in
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -42,8 +43,6 @@ from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
 from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
-
-
 ProviderFactory = Callable[[Project | None], Provider]
 
 
@@ -51,10 +50,7 @@ class PromptService:
     """Starts turns and keeps their heartbeats alive; safe to use from many threads."""
 
     def __init__(self, db: Database, clock: Clock, settings: Settings, providers: ProviderFactory) -> None:
-        self.db = db
-        self.clock = clock
-        self.settings = settings
-        self.providers = providers
+        self.db, self.clock, self.settings, self.providers = db, clock, settings, providers
         self.instance = instance_id()
         self._handles: dict[int, RunHandle] = {}  # local runs this process renews; not a lock
         self._lock = threading.Lock()
@@ -198,10 +194,13 @@ class PromptService:
                 handle.grant_id = grant[1]
                 if spec.source == RunSource.SCHEDULE:
                     text = f"{text}\n\n---\n{skill_text()}"
+            asks = TurnApprovals(self.db, self.clock, self.settings.approval_timeout_seconds, chat.id, run.id,
+                                 chat.project_id, spec.task_id, spec.owner_id)
             request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
                                   session_id=None if spec.fresh_session else chat.provider_session_id,
                                   history=earlier[0].get(chat.id, ()), project_id=chat.project_id,
-                                  previous_run_id=earlier[1].get(chat.id), fresh_session=spec.fresh_session)
+                                  previous_run_id=earlier[1].get(chat.id), fresh_session=spec.fresh_session,
+                                  approvals=asks)
             self._workers.submit(self._drive, run, project, request, handle)
         except Exception as exc:  # the lock is held: end the run rather than leave the chat wedged
             log.exception("action=turn_failed_to_start run_id=%s", run.id)

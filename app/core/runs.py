@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from app.core.attention.models import Approval, ApprovalState
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound
@@ -182,6 +183,9 @@ def _abandon_stale(s: Session, now: dt.datetime, lease_seconds: int,
         if result.rowcount == 1:
             _event(s, run.chat_id, run.id, EventType.ERROR, ABANDONED_REASON, now)
             _event(s, run.chat_id, run.id, EventType.RUN_FINISHED, RunStatus.ABANDONED.value, now)
+            s.exec(sa.update(Approval)  # its process died: nobody waits for an answer any more
+                   .where(Approval.run_id == run.id, Approval.state == ApprovalState.PENDING.value)
+                   .values(state=ApprovalState.CANCELLED.value, decided_at=now))
             abandoned.append(run)
     return abandoned
 

@@ -37,7 +37,10 @@ TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "f
 PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
           "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",
-          "marker": "", "at": "", "fired_at": "", "late": ""}
+          "marker": "", "at": "", "fired_at": "", "late": "", "approval_id": "", "approval_state": "",
+          "approval_options": "", "approval_note": ""}
+DECIDED = {"allow_once": "Allowed once", "allow_always": "Always allowed", "reject_once": "Rejected",
+           "reject_always": "Always rejected"}
 
 
 def envelope_parts(text: str) -> tuple[str, str, str]:
@@ -57,8 +60,10 @@ def decision_text(decision: Any) -> str:
     """"allowed by policy", "rejected by ann@example.com", "allowed: capability-scoped schedule tool"…"""
     if not isinstance(decision, Mapping):
         return ""
-    outcome = "allowed" if decision.get("outcome") == "allowed" else "rejected"
-    by = str(decision.get("by") or "")
+    outcome = decision.get("outcome") if decision.get("outcome") in ("allowed", "cancelled") else "rejected"
+    by = str(decision.get("by") or "").removeprefix("user:")
+    if by == "cancelled":
+        return "cancelled: the turn ended before an answer"
     if by in ("policy:allow", "policy:deny"):
         return f"{outcome} by policy"
     if by == "capability":
@@ -66,6 +71,46 @@ def decision_text(decision: Any) -> str:
     if by == "timeout":
         return f"{outcome}: no answer in time"
     return f"{outcome} by {by}" if by else outcome
+
+
+def _duration(seconds: object) -> str:
+    """900 → "15 minutes", 3600 → "1 hour", 45 → "45 seconds"."""
+    value = int(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else 0
+    for size, unit in ((3600, "hour"), (60, "minute"), (1, "second")):
+        if value >= size and value % size == 0:
+            count = value // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return "the time allowed"
+
+
+def approval_note(approval: Mapping[str, Any], decision: Any) -> str:
+    """Who decided an approval card, in words: "Allowed once by ann@example.com", "Rejected — nobody
+    answered within 15 minutes"; "" while it waits."""
+    state = approval.get("state")
+    if state == "expired":
+        return f"Rejected — nobody answered within {_duration(approval.get('timeout_seconds'))}"
+    if state == "cancelled":
+        return "Cancelled — the turn ended before an answer"
+    if state not in ("allowed", "rejected"):
+        return ""
+    decision = decision if isinstance(decision, Mapping) else {}
+    kinds = {str(o.get("option_id")): str(o.get("kind")) for o in approval.get("options") or []
+             if isinstance(o, Mapping)}
+    words = DECIDED.get(kinds.get(str(decision.get("option")), ""), state.capitalize())
+    by = str(decision.get("by") or "").removeprefix("user:")
+    return f"{words} by {by}" if by else words
+
+
+def approval_fields(call: Mapping[str, Any]) -> dict[str, str]:
+    """The approval card of a tool call that asked a person; its options one per line as
+    "option_id<TAB>name" (the page splits them)."""
+    approval = call.get("approval")
+    if not isinstance(approval, Mapping) or approval.get("id") is None:
+        return {}
+    options = [o for o in approval.get("options") or [] if isinstance(o, Mapping)]
+    lines = ["\t".join(" ".join(str(o.get(k) or "").split()) for k in ("option_id", "name")) for o in options[:8]]
+    return {"approval_id": _bounded(approval.get("id"), 20), "approval_state": str(approval.get("state") or ""),
+            "approval_options": "\n".join(lines), "approval_note": approval_note(approval, call.get("decision"))}
 
 
 def tool_fields(text: str) -> dict[str, str]:
@@ -89,6 +134,7 @@ def tool_fields(text: str) -> dict[str, str]:
         "input": _bounded(call.get("input"), INPUT_MAX_CHARS),
         "output": _bounded(call.get("output"), OUTPUT_MAX_CHARS),
         "decision": decision_text(call.get("decision")),
+        **approval_fields(call),
     }
 
 
@@ -152,7 +198,8 @@ def _fold_tool(out: list[dict[str, str]], row: dict[str, str]) -> None:
     if old["status"] in FINAL_STATUSES and row["status"] not in FINAL_STATUSES:
         return
     merged = {**row, "id": old["id"], "at": old["at"]}  # the card's time: when the call began
-    for field in ("input", "output", "decision"):  # an update that leaves a field out keeps what was shown
+    for field in ("input", "output", "decision", "approval_id", "approval_state", "approval_options",
+                  "approval_note"):  # an update that leaves a field out keeps what was shown
         merged[field] = row[field] or old[field]
     out[index] = merged
 

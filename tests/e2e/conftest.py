@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.rig import TEST_AGENTS_DIR
 from tests.conftest import open_tmp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +74,8 @@ def server(e2e_root: Path) -> Iterator[Server]:
     data.mkdir()
     port = free_port()
     env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
-           "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)}
+           "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT),
+           "CHATCRON_AGENTS_DIR": str(TEST_AGENTS_DIR)}  # the suite's installed agent CLIs (real-agent tests)
     env.pop("CHATCRON_DATABASE_URL", None)
     server = Server(f"http://127.0.0.1:{port}", env)
     server.manage("migrate")

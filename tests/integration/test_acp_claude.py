@@ -218,13 +218,6 @@ def test_deny_refuses_tools_but_remote_schedule_and_the_refusal_is_on_the_tools_
 
 
 @SQLITE
-def test_ask_is_refused_until_approvals_exist(rig: AgentRig) -> None:
-    rig.configure(tool_policy="ask")
-    result = finished(rig.core.prompts.start(rig.chat, "hello"))
-    assert result.status == RunStatus.FAILED and "tool_policy: 'ask' is not available yet" in result.error
-
-
-@SQLITE
 def test_an_agent_that_dies_mid_turn_fails_the_turn_and_the_next_turn_recovers(
         rig: AgentRig, model: AnthropicServer) -> None:
     model.play(stall())

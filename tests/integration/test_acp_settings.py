@@ -52,8 +52,7 @@ def test_set_provider_stores_the_settings_and_no_api_returns_the_secrets(core: C
 
 
 @pytest.mark.parametrize(("given", "message"), [
-    (["agent=claude", "tool_policy=ask"], "'ask' is not available yet"),
-    (["agent=claude", "tool_policy=maybe"], "tool_policy: 'maybe' is not one of allow, deny"),
+    (["agent=claude", "tool_policy=maybe"], "tool_policy: 'maybe' is not one of allow, deny, ask"),
     (["agent=gpt"], "unknown preset 'gpt'"),
     (["tool_policy=deny"], "set exactly one of agent"),
     (["agent=claude", "env.BAD-NAME=x"], "is not env.NAME"),
@@ -61,7 +60,7 @@ def test_set_provider_stores_the_settings_and_no_api_returns_the_secrets(core: C
     (["agent=claude", "colour=blue"], "unknown key 'colour'"),
     (["agent=codex", "env.OPENAI_BASE_URL=ftp://models"], "env.OPENAI_BASE_URL: must be an http"),
     (["agent=codex", "model=a\nb"], "model: must be a model name"),
-], ids=["ask", "policy", "preset", "no-agent", "env-name", "budget", "unknown", "codex-url", "codex-model"])
+], ids=["policy", "preset", "no-agent", "env-name", "budget", "unknown", "codex-url", "codex-model"])
 def test_bad_acp_settings_are_refused_and_change_nothing(core: Core, given: list[str], message: str) -> None:
     project_id, _ = _project(core)
     argv = ["set-provider", "--project", str(project_id), "--provider", "acp"]

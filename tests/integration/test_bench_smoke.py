@@ -22,7 +22,10 @@ FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "b
            "agent_first_text_cold_p95_ms", "agent_first_text_warm_p50_ms", "agent_first_text_warm_p95_ms",
            "agent_process_rss_mb", "agent_turn_sandboxed_p50_ms",
            "agent_turn_sandboxed_p95_ms", "agent_turn_unfenced_p50_ms", "agent_turn_unfenced_p95_ms",
-           "agent_sandbox_overhead_p50_ms", "webhook_latency_p50_ms", "webhook_latency_p95_ms"}
+           "agent_sandbox_overhead_p50_ms", "webhook_latency_p50_ms", "webhook_latency_p95_ms",
+           "approval_decision_p50_ms", "approval_decision_p95_ms",
+           "approval_text_p50_ms", "approval_text_p95_ms", "approval_decision_nohint_p50_ms",
+           "approval_decision_nohint_p95_ms"}
 
 
 def test_quick_benchmark_prints_every_figure_and_the_machine() -> None:

@@ -6,7 +6,8 @@ then one machine line ``{"machine": {...}}``. Each figure sets up its own temp d
 processes (see the modules): bench_cron (time engine), fire lateness (bench_scheduler),
 bench_burst, bench_idle, bench_web (wake via HTTP, UI latency, API list rate), bench_agent (fire →
 first text with the real Claude Code agent, cold and warm; its memory), bench_sandbox (what the agent
-sandbox adds to a turn's start), bench_webhook (fire end → webhook received).
+sandbox adds to a turn's start), bench_webhook (fire end → webhook received), bench_approval (an
+approval answered in another process → the waiting turn answers the agent, and → the agent's next text).
 
 ``--quick`` is the CI smoke run: small sizes, a few seconds each, the same code paths; its values
 mean nothing. A figure that fails prints its lines with ``value: null, ok: false`` and the traceback
@@ -34,6 +35,7 @@ from app.schedules.service import TaskService
 from tests.integration.procs import Schedulers
 from tests.perf import (
     bench_agent,
+    bench_approval,
     bench_burst,
     bench_cron,
     bench_idle,
@@ -61,14 +63,15 @@ class Plan:
     agent: bench_agent.Sizes
     sandbox: bench_sandbox.Sizes
     webhook: bench_webhook.Sizes
+    approval: bench_approval.Sizes
 
 
 FULL = Plan(5000, 7, bench_scheduler.Sizes(wake_samples=0, tasks=200, window_s=60.0),
             bench_burst.FULL, bench_idle.FULL, bench_web.FULL, bench_agent.FULL, bench_sandbox.FULL,
-            bench_webhook.FULL)
+            bench_webhook.FULL, bench_approval.FULL)
 QUICK = Plan(300, 3, bench_scheduler.Sizes(wake_samples=0, tasks=20, window_s=4.0),
              bench_burst.QUICK, bench_idle.QUICK, bench_web.QUICK, bench_agent.QUICK, bench_sandbox.QUICK,
-             bench_webhook.QUICK)
+             bench_webhook.QUICK, bench_approval.QUICK)
 
 
 def cron_figure(plan: Plan) -> None:
@@ -145,12 +148,12 @@ def _guarded(name: str, metrics: list[str], db: str | None, figure: Callable[[],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    parser.add_argument("--only",
-                        help="comma-separated figure groups: cron,lateness,burst,idle,web,agent,sandbox,webhook")
+    parser.add_argument("--only", help="comma-separated figure groups: "
+                                       "cron,lateness,burst,idle,web,agent,sandbox,webhook,approval")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     only = set(args.only.split(",")) if args.only else {"cron", "lateness", "burst", "idle", "web", "agent", "sandbox",
-                                                        "webhook"}
+                                                        "webhook", "approval"}
     ok = True
     if "cron" in only:
         ok &= _guarded("cron", ["cron_next_per_s"], None, lambda: cron_figure(plan))
@@ -169,6 +172,7 @@ def main() -> int:
             ("sandbox", bench_sandbox.METRICS, lambda k=kind: bench_sandbox.bench(k, plan.sandbox)),
             ("webhook", ["webhook_latency_p50_ms", "webhook_latency_p95_ms"],
              lambda k=kind: bench_webhook.bench(k, plan.webhook)),
+            ("approval", bench_approval.METRICS, lambda k=kind: bench_approval.bench(k, plan.approval)),
         ]
         for name, metrics, figure in groups:
             if name in only:

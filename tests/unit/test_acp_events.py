@@ -135,8 +135,7 @@ def _options(**values: object) -> dict[str, object]:
     ({}, "set exactly one of agent"),
     ({"agent": "claude", "command": "x"}, "set exactly one of agent"),
     ({"agent": "nope"}, "unknown preset 'nope'"),
-    ({"command": "my-agent", "tool_policy": "ask"}, "'ask' is not available yet"),
-    ({"command": "my-agent", "tool_policy": "sometimes"}, "tool_policy: 'sometimes' is not one of allow, deny"),
+    ({"command": "my-agent", "tool_policy": "sometimes"}, "tool_policy: 'sometimes' is not one of allow, deny, ask"),
 ])
 def test_bad_acp_settings_are_refused_naming_the_setting(values: dict[str, object], message: str) -> None:
     with pytest.raises(ProviderError, match=message):

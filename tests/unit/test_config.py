@@ -24,6 +24,7 @@ SPEC_DEFAULTS = {
     "CHATCRON_FAILURE_BACKOFF_CAP_SECONDS": ("failure_backoff_cap_seconds", 3600),
     "CHATCRON_MAX_CONSECUTIVE_FAILURES": ("max_consecutive_failures", 5),
     "CHATCRON_RUN_HISTORY_LIMIT": ("run_history_limit", 200),
+    "CHATCRON_APPROVAL_TIMEOUT_SECONDS": ("approval_timeout_seconds", 900),  # §13
 }
 
 
@@ -72,6 +73,8 @@ def test_good_value_is_parsed(variable: str, raw: str, field: str, expected: obj
 
 BAD_VALUES = [
     ("CHATCRON_PROVIDER", "gpt"),
+    ("CHATCRON_APPROVAL_TIMEOUT_SECONDS", "0"),
+    ("CHATCRON_APPROVAL_TIMEOUT_SECONDS", "soon"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "abc"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "-1"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "1.5"),

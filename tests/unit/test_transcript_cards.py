@@ -86,6 +86,8 @@ def test_statuses_have_plain_labels() -> None:
     ({"outcome": "rejected", "by": "ann@example.com"}, "rejected by ann@example.com"),
     ({"outcome": "allowed", "by": "ann@example.com"}, "allowed by ann@example.com"),
     ({"outcome": "rejected", "by": "timeout"}, "rejected: no answer in time"),
+    ({"outcome": "allowed", "by": "user:ann@example.com"}, "allowed by ann@example.com"),
+    ({"outcome": "cancelled", "by": "cancelled"}, "cancelled: the turn ended before an answer"),
     ("allowed", ""),
 ])
 def test_the_decision_says_what_and_by_whom(decision: object, shown: str) -> None:
@@ -164,3 +166,41 @@ def test_every_row_has_the_same_string_keys() -> None:
     rows = merge_events([], events, {1: "1 in"})
     assert len({tuple(sorted(r)) for r in rows}) == 1
     assert all(isinstance(v, str) for r in rows for v in r.values())
+
+
+OPTIONS = [{"option_id": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+           {"option_id": "allow", "name": "Allow", "kind": "allow_once"},
+           {"option_id": "reject", "name": "Reject", "kind": "reject_once"}]
+
+
+def approval(state: str, timeout: int = 900) -> dict[str, object]:
+    return {"id": 12, "state": state, "options": OPTIONS, "timeout_seconds": timeout}
+
+
+def test_a_call_awaiting_approval_has_a_card_with_the_agents_options() -> None:
+    [row] = merge_events([], [tool("t", "awaiting_approval", input="touch x", approval=approval("pending"))])
+    assert (row["approval_id"], row["approval_state"], row["approval_note"]) == ("12", "pending", "")
+    assert row["approval_options"].split("\n") == ["allow_always\tAlways Allow", "allow\tAllow", "reject\tReject"]
+    assert row["status_label"] == "awaiting approval" and row["input"] == "touch x"
+
+
+@pytest.mark.parametrize(("state", "decision", "timeout", "note"), [
+    ("allowed", {"outcome": "allowed", "option": "allow", "by": "user:alice@example.com"}, 900,
+     "Allowed once by alice@example.com"),
+    ("allowed", {"outcome": "allowed", "option": "allow_always", "by": "user:alice@example.com"}, 900,
+     "Always allowed by alice@example.com"),
+    ("rejected", {"outcome": "rejected", "option": "reject", "by": "user:bob@example.com"}, 900,
+     "Rejected by bob@example.com"),
+    ("expired", {"outcome": "rejected", "option": "reject", "by": "timeout"}, 900,
+     "Rejected — nobody answered within 15 minutes"),
+    ("expired", {"outcome": "rejected", "option": "reject", "by": "timeout"}, 1,
+     "Rejected — nobody answered within 1 second"),
+    ("expired", {"outcome": "rejected", "option": "reject", "by": "timeout"}, 7200,
+     "Rejected — nobody answered within 2 hours"),
+    ("cancelled", {"outcome": "cancelled", "by": "cancelled"}, 900, "Cancelled — the turn ended before an answer"),
+], ids=["allowed-once", "always", "rejected", "expired", "expired-1s", "expired-2h", "cancelled"])
+def test_a_decided_card_says_who_decided(state: str, decision: dict, timeout: int, note: str) -> None:
+    rows = merge_events([], [tool("t", "awaiting_approval", approval=approval("pending")),
+                             tool("t", "pending", approval=approval(state, timeout), decision=decision)])
+    [row] = rows
+    assert (row["approval_state"], row["approval_note"]) == (state, note)

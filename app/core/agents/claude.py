@@ -4,6 +4,10 @@ The adapter (``@zed-industries/claude-agent-acp``) runs Claude Code through the 
 SDK's bundled JavaScript build is older than the pinned ``@anthropic-ai/claude-code``, whose
 native binary comes in a platform package (npm skips claude-code's postinstall, which the binary
 does not need). ``CLAUDE_CODE_EXECUTABLE`` points the adapter at that binary.
+
+No permission mode is set: Claude Code's default mode asks before a tool that acts (Bash,
+edits), so every such call reaches the product's ``tool_policy`` — under ``ask``, a person
+(SPEC §13). It runs read-only tools (reads, ``ls``, ``echo``) unasked under every policy.
 """
 
 from __future__ import annotations

@@ -81,7 +81,9 @@ def visible(db: Database, user: User, approval_id: int) -> Approval:
 
 def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_id: object) -> Approval:
     """A person picks one of the agent's options. NotFound (not visible), InvalidInput (not one of
-    the options), Conflict (already decided or expired — the message says how)."""
+    the options), Conflict (already decided or expired — the message says how). The caller then
+    sends ``app.core.attention.hints.notify(db)`` so the waiting turn, in whichever process, reads
+    the answer at once (without it, within a second)."""
     row = visible(db, user, approval_id)
     options = json.loads(row.options)
     chosen = next((o for o in options if isinstance(option_id, str) and o.get("option_id") == option_id), None)
@@ -98,9 +100,19 @@ def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_
         if current is not None and current.state == ApprovalState.PENDING.value:
             expire_due(db, now)
             current = get(db, approval_id)
-        by = f" by {current.decided_by}" if current and current.decided_by else ""
-        raise Conflict(f"approval {approval_id} is already {current.state if current else 'gone'}{by}")
+        raise Conflict(_settled_message(approval_id, current))
     return get(db, approval_id)  # type: ignore[return-value]
+
+
+def _settled_message(approval_id: int, row: Approval | None) -> str:
+    """Why an approval can no longer be answered, naming who decided it."""
+    if row is None:
+        return f"approval {approval_id} is gone"
+    if row.state == ApprovalState.EXPIRED.value:
+        return f"approval {approval_id} has expired: nobody answered in time, so the call was rejected"
+    if row.state == ApprovalState.CANCELLED.value:
+        return f"approval {approval_id} was cancelled: its turn ended before an answer"
+    return f"approval {approval_id} was already {row.state} by {row.decided_by or 'someone else'}"
 
 
 def expire_due(db: Database, now: dt.datetime) -> int:

@@ -6,8 +6,9 @@ Project settings (``set-provider --provider acp --setting KEY=VALUE``):
   command line (split like a shell would, never run through one);
 - ``tool_policy``: ``allow`` (default) answers every permission request with the agent's "allow
   once" option, ``deny`` with its "reject" option; a plain call of the workspace's
-  ``scripts/remote-schedule`` is always allowed (its grant scopes it). ``ask`` comes with the
-  approvals inbox and is refused until then;
+  ``scripts/remote-schedule`` is always allowed (its grant scopes it); ``ask`` makes every other
+  request an approval a person answers (SPEC §13; rejected after CHATCRON_APPROVAL_TIMEOUT_SECONDS),
+  and a turn that ends while one waits cancels it;
 - ``model``: chosen through the session's ``model`` option (or ``session/set_model``);
 - ``env.NAME=VALUE``: put into the agent's environment (credentials, base URLs); stored with the
   project's settings, which no API returns;
@@ -95,7 +96,8 @@ class AcpProvider:
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         stream = stream_of(emit)
         plan, token_file = self.plan(request)
-        control = TurnControl(sink=TurnSink(session_id="", policy=plan.policy, workspace=request.workspace))
+        control = TurnControl(sink=TurnSink(session_id="", policy=plan.policy, workspace=request.workspace,
+                                            approvals=request.approvals))
         token = request.env.get("SCHEDULE_API_TOKEN")
         try:
             if token_file is not None and token:
@@ -106,6 +108,8 @@ class AcpProvider:
             if token_file is not None:
                 with contextlib.suppress(FileNotFoundError):
                     token_file.unlink()
+            if request.approvals is not None:
+                request.approvals.close()  # a card left open can no longer be answered
 
     def _drain(self, future: concurrent.futures.Future, control: TurnControl, stream: TurnStream,
                cancel: threading.Event) -> None:

@@ -4,11 +4,15 @@ One :class:`AgentClient` per agent process. A turn registers a :class:`TurnSink`
 what the agent streams for that session goes into the sink's queue, which the turn's own thread
 drains into the event log (so no database write ever runs on the event loop). Updates for a
 session with no turn (``session/load`` replaying its history, stragglers after a cancel) are
-dropped. Permission requests are answered at once by the project's ``tool_policy``.
+dropped. Permission requests are answered by the project's ``tool_policy``: at once under
+``allow``/``deny``; under ``ask`` the request becomes an approval and the request waits (on the
+loop, without blocking it) until a person answers, the approval expires, or the turn ends.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 import queue
@@ -19,8 +23,11 @@ import acp
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestPermissionResponse
 
+from app.core.attention.hints import FALLBACK_SECONDS
+from app.core.attention.models import ApprovalState
 from app.core.providers.acp_events import ToolCalls, is_remote_schedule, now_utc, plan_json
-from app.core.providers.acp_settings import ALLOW
+from app.core.providers.acp_policy import CANCELLED, Choice, choose, outcome_of
+from app.core.providers.base import Approvals
 
 log = logging.getLogger("chatcron.acp")
 
@@ -30,28 +37,38 @@ class TurnSink:
     """One turn's side of the connection: where its updates go and how it answers permissions."""
 
     session_id: str
-    policy: str  # ALLOW or DENY
+    policy: str  # allow, deny or ask
     workspace: Path | None
+    approvals: Approvals | None = None  # where an ``ask`` turn asks (None: ask is answered "cancelled")
     items: queue.Queue = dataclasses.field(default_factory=queue.Queue)  # (kind, payload) for the turn thread
     tools: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     raw_inputs: dict[str, object] = dataclasses.field(default_factory=dict)
     cost: float | None = None  # the session's cumulative cost as last reported during this turn
     cancelled: bool = False
+    wakeups: set[asyncio.Event] = dataclasses.field(default_factory=set)  # permission requests waiting
 
     def put(self, kind: str, payload: object) -> None:
         self.items.put((kind, payload))
+
+    def cancel(self) -> None:
+        """The turn is being cancelled (on the loop): waiting permission requests answer "cancelled"."""
+        self.cancelled = True
+        for event in self.wakeups:
+            event.set()
 
 
 def _dump(model: Any) -> dict[str, Any]:  # any SDK model
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def _pick(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:
-    for kind in kinds:
-        for option in options:
-            if option.kind == kind:
-                return option
-    return None
+def _options(options: list[PermissionOption]) -> list[dict[str, str]]:
+    return [{"option_id": o.option_id, "name": o.name, "kind": str(o.kind)} for o in options]
+
+
+def _response(choice: Choice) -> RequestPermissionResponse:
+    if choice.option_id is None:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice.option_id))
 
 
 class AgentClient:
@@ -112,17 +129,36 @@ class AgentClient:
         changed = sink.tools.apply(data)
         if changed is not None:
             sink.put("tool", changed)
-        if is_remote_schedule(sink.raw_inputs.get(call_id), sink.workspace):
-            allow, by = True, "capability"
-        else:
-            allow, by = sink.policy == ALLOW, f"policy:{sink.policy}"
-        option = _pick(options, ("allow_once", "allow_always") if allow else ("reject_once", "reject_always"))
-        outcome = "allowed" if allow and option is not None else "rejected"
-        sink.put("tool", sink.tools.decide(call_id, outcome, option.option_id if option else None, by, now_utc()))
-        log.info("action=tool_permission session=%s tool=%s outcome=%s by=%s", session_id, call_id, outcome, by)
-        if option is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+        offered = _options(options)
+        choice = choose(sink.policy, offered, is_remote_schedule(sink.raw_inputs.get(call_id), sink.workspace))
+        if choice.outcome == "ask":
+            choice = await self._ask(sink, call_id, data, offered)
+        sink.put("tool", sink.tools.decide(call_id, choice.outcome, choice.option_id, choice.by, now_utc()))
+        log.info("action=tool_permission session=%s tool=%s outcome=%s by=%s", session_id, call_id,
+                 choice.outcome, choice.by)
+        return _response(choice)
+
+    async def _ask(self, sink: TurnSink, call_id: str, data: dict[str, Any], offered: list[dict[str, str]]) -> Choice:
+        """An approval for the call; waits (on the loop) for its answer, its expiry or the turn's end."""
+        asker = sink.approvals
+        if asker is None:
+            return Choice(CANCELLED, None, CANCELLED)
+        call = sink.tools.get(call_id) or {}
+        title = str(call.get("title") or data.get("title") or "a tool call")
+        try:
+            row = await asyncio.to_thread(asker.ask, call_id, title, sink.raw_inputs.get(call_id), offered)
+        except Exception as exc:  # the store is down: nobody can be asked, so the call is not allowed
+            log.warning("action=approval_failed session=%s tool=%s error=%s", sink.session_id, call_id, exc)
+            return Choice(CANCELLED, None, "error")
+        sink.put("tool", sink.tools.await_approval(call_id, {
+            "id": row.id, "state": row.state, "options": offered, "timeout_seconds": asker.timeout_seconds,
+            "expires_at": row.expires_at.isoformat().replace("+00:00", "Z")}))
+        log.info("action=approval_requested session=%s tool=%s approval_id=%s", sink.session_id, call_id, row.id)
+        settled = await _wait(sink, asker, row.id)
+        state = settled.state if settled is not None else None
+        sink.tools.approval_state(call_id, state or ApprovalState.CANCELLED.value)
+        return outcome_of(state, settled.option_id if settled else None, settled.decided_by if settled else None,
+                          offered)
 
     # -- what chatcron does not offer (its capabilities say so) ------------------------------------
     async def read_text_file(self, **kwargs: Any) -> None:
@@ -139,6 +175,30 @@ class AgentClient:
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
+
+
+async def _wait(sink: TurnSink, asker: Approvals, approval_id: int) -> Any:
+    """The approval once it is no longer pending; None when the turn is cancelled first. Re-read
+    on every wake hint and at least every FALLBACK_SECONDS."""
+    listener = asker.listener()
+    wakeup = listener.subscribe()
+    sink.wakeups.add(wakeup)
+    try:
+        while not sink.cancelled:
+            wakeup.clear()  # before the read: a hint that comes during it wakes the next wait
+            try:
+                row = await asyncio.to_thread(asker.settle, approval_id)
+            except Exception as exc:  # the store is away for a moment: the answer waits in it, read again
+                log.warning("action=approval_read_failed approval_id=%s error=%s", approval_id, exc)
+            else:
+                if row is None or row.state != ApprovalState.PENDING.value:
+                    return row
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wakeup.wait(), FALLBACK_SECONDS)
+        return None
+    finally:
+        sink.wakeups.discard(wakeup)
+        listener.unsubscribe(wakeup)
 
 
 class _UsageNoise(logging.Filter):

@@ -132,14 +132,33 @@ class ToolCalls:
         self._calls[call_id] = call
         return json.dumps(call, ensure_ascii=False) if call != before or not known else None
 
+    def _call(self, call_id: str) -> dict[str, Any]:
+        return self._calls.setdefault(call_id, {"id": call_id, "title": "", "kind": "other", "status": "pending"})
+
     def decide(self, call_id: str, outcome: str, option: str | None, by: str, now: dt.datetime) -> str:
         """Record a permission decision on the call; the JSON to log."""
-        call = self._calls.setdefault(call_id, {"id": call_id, "title": "", "kind": "other", "status": "pending"})
+        call = self._call(call_id)
         call["decision"] = {"outcome": outcome, "option": option, "by": by,
                             "at": now.isoformat().replace("+00:00", "Z")}
-        if outcome == "rejected" and call["status"] not in FINAL:
+        if outcome != "allowed" and call["status"] not in FINAL:
             call["status"] = "failed"  # some agents send no update for a refused call
+        elif call["status"] == "awaiting_approval":
+            call["status"] = "pending"  # allowed: the agent's own updates take it on
         return json.dumps(call, ensure_ascii=False)
+
+    def await_approval(self, call_id: str, approval: dict[str, Any]) -> str:
+        """The call waits for a person (SPEC §13): ``approval`` is what its card needs (id, state,
+        options, expiry); the JSON to log."""
+        call = self._call(call_id)
+        call["status"] = "awaiting_approval"
+        call["approval"] = approval
+        return json.dumps(call, ensure_ascii=False)
+
+    def approval_state(self, call_id: str, state: str) -> None:
+        """The call's approval settled (logged with the decision that follows)."""
+        approval = self._call(call_id).get("approval")
+        if isinstance(approval, dict):
+            approval["state"] = state
 
 
 def plan_json(update: dict[str, Any]) -> str:

@@ -8,11 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.core.agents.base import Preset
+from app.core.providers.acp_policy import ALLOW, ASK, DENY
 
-ALLOW, DENY = "allow", "deny"
-POLICIES = (ALLOW, DENY)
-ASK_LATER = ("acp setting tool_policy: 'ask' is not available yet (it comes with approvals); "
-             "use 'allow' or 'deny'")
+POLICIES = (ALLOW, DENY, ASK)
 
 
 @dataclasses.dataclass(frozen=True)

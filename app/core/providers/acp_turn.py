@@ -164,7 +164,7 @@ async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace:
         waiter.cancel()
     if task.done():
         return task.result()
-    sink.cancelled = True
+    sink.cancel()  # a permission request waiting for a person answers "cancelled"
     with contextlib.suppress(Exception):
         await agent.conn.cancel(session_id=sink.session_id)
     try:

@@ -16,6 +16,21 @@ class ProviderError(RuntimeError):
     """The agent failed to produce a turn."""
 
 
+class Approvals(Protocol):
+    """Where a turn asks a person (SPEC §13): app/core/attention/waiting.py. Every method reads or
+    writes the database (an event loop calls them through a thread)."""
+
+    timeout_seconds: int
+
+    def ask(self, tool_call_id: str, title: str, raw_input: Any, options: list[dict[str, str]]) -> Any: ...
+
+    def settle(self, approval_id: int) -> Any: ...  # the Approval row, expired first when due
+
+    def listener(self) -> Any: ...  # app.core.attention.hints.Listener
+
+    def close(self) -> int: ...  # the turn ended: its pending approvals are cancelled
+
+
 @dataclasses.dataclass(frozen=True)
 class TurnRequest:
     """Everything a provider may use for one turn."""
@@ -31,6 +46,7 @@ class TurnRequest:
     project_id: int | None = None
     previous_run_id: int | None = None  # the chat's latest turn before this one: is a warm session in step?
     fresh_session: bool = False  # a `session: fresh` fire: its session is its own, never the chat's
+    approvals: Approvals | None = None  # tool_policy=ask: where the turn asks a person (SPEC §13)
 
 
 @dataclasses.dataclass(frozen=True)

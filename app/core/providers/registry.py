@@ -27,7 +27,7 @@ from app.core.config import Settings
 from app.core.errors import InvalidInput
 from app.core.models import Project
 from app.core.providers import openai
-from app.core.providers.acp_settings import ASK_LATER, POLICIES, AcpConfig
+from app.core.providers.acp_settings import POLICIES, AcpConfig
 from app.core.providers.base import Provider, ProviderError
 from app.core.providers.command import NO_COMMAND, CommandProvider, split_command
 from app.core.providers.demo import DemoProvider
@@ -124,8 +124,6 @@ def _acp_choices(options: Mapping[str, object]) -> tuple[str, str, str]:
         raise ProviderError(f"acp setting agent: unknown preset {agent!r} (known: "
                             f"{', '.join(sorted(presets.PRESETS))})")
     policy = str(options.get("tool_policy") or "allow")
-    if policy == "ask":
-        raise ProviderError(ASK_LATER)
     if policy not in POLICIES:
         raise ProviderError(f"acp setting tool_policy: {policy!r} is not one of {', '.join(POLICIES)}")
     return agent, command, policy

@@ -163,6 +163,35 @@ def _tool(row: dict) -> rx.Component:
     )
 
 
+def _approval_option(line: rx.Var, approval_id: rx.Var) -> rx.Component:
+    parts = line.to(str).split("\t")
+    return rx.button(parts[1], size="2", variant="surface", on_click=ChatState.answer_approval(approval_id, parts[0]),
+                     custom_attrs={"data-testid": "approval-option", "data-option-id": parts[0]})
+
+
+def _approval(row: dict) -> rx.Component:
+    """The card a person answers (SPEC §13): the call, its input, one button per option of the
+    agent's while it waits; who decided once it is settled. Shown open, above the tool's card."""
+    waiting = row["approval_state"] == "pending"
+    return rx.box(
+        rx.hstack(rx.icon("shield-question", size=15, color="var(--amber-11)", flex_shrink="0"),
+                  rx.text("The agent asks to run ", rx.el.strong(row["title"]), size="2", overflow_wrap="anywhere"),
+                  align="center", spacing="2"),
+        rx.cond(row["input"] != "", rx.el.pre(row["input"], style={**_MONO, "margin_top": "0.5em"},
+                                               custom_attrs={"data-testid": "approval-input"})),
+        rx.cond(waiting, rx.hstack(
+            rx.foreach(row["approval_options"].to(str).split("\n"),
+                       lambda line: _approval_option(line, row["approval_id"])),
+            spacing="2", flex_wrap="wrap", margin_top="0.6em",
+        ), rx.text(row["approval_note"], size="2", color="var(--gray-11)", margin_top="0.4em",
+                   custom_attrs={"data-testid": "approval-decided-by"})),
+        align_self="flex-start", width="min(100%, 48em)", min_width="0", padding="0.7em 0.9em",
+        border_radius="10px", border="1px solid var(--amber-7)", background="var(--amber-2)",
+        custom_attrs={"data-testid": "approval-card", "data-approval-id": row["approval_id"],
+                      "data-state": row["approval_state"]},
+    )
+
+
 def _thought(row: dict) -> rx.Component:
     summary = rx.hstack(rx.icon("brain", size=14, color="var(--gray-10)"),
                         rx.text("Thinking", size="2", color_scheme="gray"), align="center", spacing="2")
@@ -211,7 +240,7 @@ def _event(row: dict) -> rx.Component:
         row["type"],
         ("scheduled_prompt", _scheduled(row)),
         ("assistant_text", _assistant(row)),
-        ("tool", _tool(row)),
+        ("tool", rx.fragment(rx.cond(row["approval_id"] != "", _approval(row)), _tool(row))),
         ("thought", _thought(row)),
         ("plan", _plan(row)),
         ("status", _status(row)),

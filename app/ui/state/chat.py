@@ -8,6 +8,7 @@ import reflex as rx
 from reflex_base.event import EventSpec
 
 from app.core import chats, runs
+from app.core.attention import approvals, hints
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
@@ -197,6 +198,21 @@ class ChatState(AuthState):
             self.composer_error = exc.message
             return
         self.composer_error, self.stopping = "", True
+
+    @rx.event
+    async def answer_approval(self, approval_id: str, option_id: str):
+        """Answer an approval card with one of the agent's options (as POST /api/approvals/{id});
+        the turn, wherever it runs, goes on and its updated tool event reaches every open tab."""
+        core = get_core()
+        user = await self._user()
+        try:
+            await asyncio.to_thread(approvals.answer, core.db, core.clock.now(), user,
+                                    checks.id_text(str(approval_id), "approval"), option_id)
+        except ChatcronError as exc:
+            self.composer_error = exc.message
+            return
+        await asyncio.to_thread(hints.notify, core.db)
+        self.composer_error = ""
 
     @rx.event
     def set_renaming(self, open: bool):
