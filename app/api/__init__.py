@@ -7,7 +7,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from app.api import agent, errors, metrics, schedules, user, web_auth
+from app.api import agent, errors, inbox, metrics, schedules, user, web_auth
 from app.api.limits import BodyLimit
 from app.api.origins import OriginGuard
 from app.api.proxies import ProxyHeaders
@@ -33,6 +33,7 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     errors.install(api)
     api.include_router(user.router)
     api.include_router(schedules.router)
+    api.include_router(inbox.router)
     api.include_router(agent.router)
     api.include_router(web_auth.router)
     api.include_router(metrics.router)
