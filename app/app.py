@@ -11,7 +11,7 @@ from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
 from app.ui import guard
-from app.ui.pages import chat, index, login, not_found
+from app.ui.pages import chat, inbox, index, login, not_found
 from app.ui.state.login import LoginState
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
@@ -31,10 +31,12 @@ app = rx.App(
     head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml"),
                      rx.el.script(src="/transcript.js", defer=True),  # assets/transcript.js: pins the transcript
                      rx.el.script(src="/layout.js", defer=True),  # assets/layout.js: sidebar sheet, drawer focus
-                     rx.el.script(src="/event_time.js", defer=True)],  # assets/event_time.js: local times
+                     rx.el.script(src="/event_time.js", defer=True),  # assets/event_time.js: local times
+                     rx.el.script(src="/notify.js", defer=True)],  # assets/notify.js: browser notifications
 )
 app.add_middleware(guard.EventGuard())
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)
 app.add_page(index.index_page, route="/", title="chatcron", on_load=index.ON_LOAD)
 app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_load=chat.ON_LOAD)
+app.add_page(inbox.inbox_page, route=inbox.ROUTE, title="Inbox · chatcron", on_load=inbox.ON_LOAD)
 app.add_page(not_found.not_found_page, route="404", title=not_found.TITLE)  # Reflex's route for unknown URLs

@@ -8,6 +8,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.actions import current_chat_style, project_new
+from app.ui.state.attention import AttentionState
 from app.ui.state.nav import ChatLink, NavState, ProjectNode
 from app.ui.state.session import AuthState
 
@@ -17,6 +18,7 @@ SIDEBAR_ID = "cc-sidebar"
 def _chat_link(chat: ChatLink) -> rx.Component:
     return rx.link(
         rx.hstack(rx.icon("message-square", size=14, flex_shrink="0"), rx.text(chat.title, size="2", trim="both"),
+                  _count(AttentionState.chat_unread[chat.id.to_string()], "chat-unread"),
                   align="center", spacing="2"),
         href=f"/chat/{chat.id}",
         underline="none",
@@ -24,6 +26,20 @@ def _chat_link(chat: ChatLink) -> rx.Component:
                       "aria-current": rx.cond(NavState.current_chat_id == chat.id, "page", "false")},
         class_name="cc-chat-link",
         **current_chat_style(NavState.current_chat_id == chat.id),
+    )
+
+
+def _count(count: rx.Var, testid: str) -> rx.Component:
+    """An unread badge, shown only when there is something unread (SPEC §13)."""
+    return rx.cond(count > 0, rx.badge(count, size="1", variant="solid", radius="full", margin_left="auto",
+                                       custom_attrs={"data-testid": testid}))
+
+
+def _inbox_link() -> rx.Component:
+    return rx.link(
+        rx.hstack(rx.icon("inbox", size=14), rx.text("Inbox", size="2"),
+                  _count(AttentionState.inbox_unread, "inbox-unread-count"), align="center", spacing="2", width="100%"),
+        href="/inbox", underline="none", class_name="cc-chat-link", custom_attrs={"data-testid": "nav-inbox"},
     )
 
 
@@ -51,6 +67,7 @@ def sidebar() -> rx.Component:
         rx.hstack(rx.icon("alarm-clock", size=20), rx.heading("chatcron", size="4"), align="center"),
         rx.text(AuthState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
         rx.divider(),
+        _inbox_link(),
         rx.foreach(NavState.tree, _project),
         project_new(),  # app/ui/components/actions.py
         rx.spacer(),
