@@ -9,6 +9,10 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.core import auth
+from app.core.attention import approvals
+from app.core.config import load_settings
+from app.core.context import build_core
 from tests.e2e.conftest import Server, api, login, reveal_sidebar
 
 pytestmark = pytest.mark.e2e
@@ -96,6 +100,33 @@ def test_a_chat_shows_what_is_new_since_the_last_visit(page: Page, server: Serve
     page.goto("/inbox")
     expect(page.get_by_test_id("inbox")).to_be_visible()
     expect(_badge(page, chat)).to_have_count(0)  # the visit reset it
+
+
+def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, token: str) -> None:
+    page.set_viewport_size(WIDE)
+    project = api(server, token, "GET", "/api/projects")["projects"][0]["id"]
+    chat = api(server, token, "POST", f"/api/projects/{project}/chats", {"title": "asks first"})["id"]
+    core = build_core(load_settings(server.env))
+    try:
+        asked = approvals.create(core.db, core.clock.now(), approvals.Request(
+            chat_id=chat, project_id=project, run_id=1, task_id=None, requested_for="demo@example.com",
+            tool_call_id="call-1", title="Run: rm -rf build", input={"command": "rm -rf build"},
+            options=[{"option_id": "yes", "name": "Allow once", "kind": "allow_once"},
+                     {"option_id": "no", "name": "Reject", "kind": "reject_once"}]), 900)
+        login(page)
+        page.goto("/inbox")
+        card = page.locator(f'[data-testid="inbox-approval"][data-approval-id="{asked.id}"]')
+        expect(card).to_contain_text("Run: rm -rf build")
+        expect(card.get_by_test_id("approval-option")).to_have_count(2)
+        page.screenshot(path="/tmp/inbox-approval-1280.png", full_page=True)
+        card.locator('[data-testid="approval-option"][data-option-id="yes"]').click()
+        expect(card).to_have_count(0)
+        answered = approvals.get(core.db, asked.id)
+        assert answered is not None and (answered.state, answered.option_id, answered.decided_by) == \
+            ("allowed", "yes", auth.find_user(core.db, "demo@example.com").email)
+    finally:
+        core.prompts.shutdown(2.0)
+        core.db.dispose()
 
 
 def test_the_inbox_at_phone_width(page: Page, server: Server, token: str) -> None:

@@ -36,7 +36,7 @@ def _approval(card: ApprovalCard) -> rx.Component:
     return rx.vstack(
         rx.text(card.title, weight="bold", size="2"),
         rx.hstack(rx.text("in", size="1", color_scheme="gray"), _chat_link(card.chat_id, card.chat_title),
-                  rx.text("· for", card.requested_for, size="1", color_scheme="gray"), align="center", wrap="wrap"),
+                  rx.text("· for ", card.requested_for, size="1", color_scheme="gray"), align="center", wrap="wrap"),
         rx.hstack(rx.foreach(card.options, lambda option: _option(card, option)), wrap="wrap", spacing="2"),
         spacing="1", style=_CARD, custom_attrs={"data-testid": "inbox-approval", "data-approval-id": card.id},
     )
