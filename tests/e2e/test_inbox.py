@@ -129,6 +129,32 @@ def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, toke
         core.db.dispose()
 
 
+RECORD_NOTIFICATIONS = """
+window.__notes = [];
+window.Notification = class {
+  static permission = "default";
+  static async requestPermission() { window.Notification.permission = "granted"; return "granted"; }
+  constructor(title, options) { window.__notes.push({title, body: (options || {}).body}); }
+};
+"""
+
+
+def test_browser_notifications_once_turned_on(page: Page, server: Server, token: str) -> None:
+    page.set_viewport_size(WIDE)
+    page.add_init_script(RECORD_NOTIFICATIONS)  # the browser's Notification, recorded
+    login(page)
+    page.goto("/inbox")
+    toggle = page.get_by_test_id("browser-notify-toggle")
+    expect(toggle).to_have_attribute("data-state", "unchecked")
+    toggle.click()
+    expect(toggle).to_have_attribute("data-state", "checked")
+    assert page.evaluate("localStorage.getItem('chatcron-notify')") == "on"
+    _chat_with_draft(server, token, "notified-draft")  # drafts reach the channels whatever the task's notify
+    page.wait_for_function("window.__notes.some(n => n.title.includes('notified-draft'))", timeout=FIRE)
+    page.reload()  # the choice stays in this browser
+    expect(page.get_by_test_id("browser-notify-toggle")).to_have_attribute("data-state", "checked")
+
+
 def test_the_inbox_at_phone_width(page: Page, server: Server, token: str) -> None:
     page.set_viewport_size(PHONE)
     login(page)

@@ -81,7 +81,7 @@ class AttentionState(AuthState):
                 continue
             if now == mark and rounds % RECOUNT_EVERY:
                 continue
-            moved, mark = mark is not None and now != mark, now
+            moved, mark = now != mark, now  # the first round too: something may have happened since start
             verdict = await self._round(generation, token, moved)
             if verdict is None:
                 return
