@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
 from typing import Any
 
 from app.core.attention import approvals, reads
@@ -16,6 +18,7 @@ from app.ui import tasks
 from app.ui.usage import usage_line
 
 PAGE = 30
+MARK_MAX_AGE = 0.9  # s: a worker reads the change mark at most this often (its tabs poll every second)
 KIND_LABELS = {"fire.finished": "Fire finished", "fire.failed": "Fire failed", "task.error": "Task stopped",
                "draft.created": "Draft to arm", "approval.requested": "Approval asked"}
 
@@ -114,8 +117,21 @@ def counts(user: User) -> Counts:
                   {str(chat): n for chat, n in reads.chat_unread_counts(db, user).items()})
 
 
-def change_mark() -> tuple[int, int]:
-    return reads.change_mark(get_core().db)
+_mark_lock = threading.Lock()
+_mark: tuple[float, tuple[int, ...]] = (0.0, ())
+
+
+def change_mark(max_age: float = MARK_MAX_AGE) -> tuple[int, ...]:
+    """The store's change mark (:func:`reads.change_mark`), read at most once per ``max_age`` seconds
+    in this worker however many tabs ask: the tabs' watchers share one read."""
+    global _mark
+    with _mark_lock:
+        at, value = _mark
+        if time.monotonic() - at < max_age and value:
+            return value
+        value = reads.change_mark(get_core().db)
+        _mark = (time.monotonic(), value)
+        return value
 
 
 def newest_event(user: User) -> int:
@@ -151,6 +167,20 @@ def answer(user: User, approval_id: int, option_id: str) -> None:
 def arm(user: User, task_id: int) -> None:
     """Arm a draft through the schedule service, as the drawer's ``schedule-arm`` does."""
     tasks.act(user, "arm", task_id)
+
+
+def row_event_id(row: dict[str, str]) -> int:
+    """The event id a transcript row starts at ("123", or "usage-123" for a usage line)."""
+    digits = row["id"].rpartition("-")[2]
+    return int(digits) if digits.isdigit() else 0
+
+
+def divider_row(seen: int, rows: list[dict[str, str]]) -> str:
+    """The id of the first row newer than ``seen`` (the newest event of the last visit), where the
+    "New since your last visit" line goes; "" when none is newer or the chat was never opened (-1)."""
+    if seen < 0:
+        return ""
+    return next((row["id"] for row in rows if row_event_id(row) > seen), "")
 
 
 def chat_seen(user: User, chat_id: int) -> int | None:

@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.core.attention.models import AttentionEvent, ChatRead, InboxRead
 from app.core.db import Database
-from app.core.models import Chat, Event, EventType, Membership, User
+from app.core.models import Chat, Event, EventType, Membership, Run, RunStatus, User
 
 _CHATS, _EVENTS, _ATT = Chat.__table__, Event.__table__, AttentionEvent.__table__
 _INBOX, _CHAT_READS = InboxRead.__table__, ChatRead.__table__
@@ -98,16 +98,20 @@ def chat_unread_counts(db: Database, user: User) -> dict[int, int]:
         return {int(chat): int(n) for chat, n in s.connection().execute(query)}
 
 
+_RUNS = Run.__table__
 _NEWEST_ATTENTION = sa.select(sa.func.max(_ATT.c.id))
-_NEWEST_FINISH = (sa.select(_EVENTS.c.id).where(_EVENTS.c.type == EventType.RUN_FINISHED.value)
-                  .order_by(_EVENTS.c.id.desc()).limit(1))
+_NEWEST_RUN = sa.select(sa.func.max(_RUNS.c.id))
+_RUNNING = sa.select(sa.func.count()).select_from(_RUNS).where(_RUNS.c.status == RunStatus.RUNNING.value)
 
 
-def change_mark(db: Database) -> tuple[int, int]:
-    """(newest attention event id, newest finished turn's event id) across the whole store.
+def change_mark(db: Database) -> tuple[int, int, int]:
+    """(newest attention event id, newest run id, runs running) across the whole store.
 
-    What an open page polls: two reads that stop at the newest row, the same for every user. When
-    it has not moved, no count or list of any user can have changed (except by their own action)."""
+    What an open page polls: three index-only reads, the same for every user. A turn's start moves
+    the newest run, its end the running count (a start and an end at once move the newest run), an
+    event the newest event; when none moved, no unread count of any user changed except by their
+    own action."""
     with db.read() as s:
         conn = s.connection()
-        return int(conn.execute(_NEWEST_ATTENTION).scalar() or 0), int(conn.execute(_NEWEST_FINISH).scalar() or 0)
+        return (int(conn.execute(_NEWEST_ATTENTION).scalar() or 0), int(conn.execute(_NEWEST_RUN).scalar() or 0),
+                int(conn.execute(_RUNNING).scalar() or 0))

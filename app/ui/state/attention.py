@@ -1,10 +1,11 @@
 """Unread counts in the sidebar (the inbox's and each chat's), kept live in every open page, and
 the browser notifications of new attention events (SPEC §13).
 
-One watcher per tab polls :func:`app.core.attention.reads.change_mark` every ``POLL_SECONDS``: two
-reads that stop at the newest row, the same for every user. Only when the mark moved (a fire or a
-turn finished, a draft or an approval appeared somewhere) does it count this user's unread items —
-and every ``RECOUNT_EVERY`` rounds anyway, for what changes no mark (an answer, someone's visit).
+One watcher per tab polls :func:`app.core.attention.reads.change_mark` every ``POLL_SECONDS``:
+three index-only reads, the same for every user, shared by the worker's tabs. Only when the mark
+moved (a turn started or finished, a draft or an approval appeared somewhere) does it count this
+user's unread items — and every ``RECOUNT_EVERY`` rounds anyway, for what changes no mark (an
+answer, a visit in another tab).
 """
 
 from __future__ import annotations

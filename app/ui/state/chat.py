@@ -51,11 +51,6 @@ def _alive(chat_id: int) -> bool:
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
-def _row_event_id(row: dict[str, str]) -> int:
-    digits = row["id"].rpartition("-")[2]  # "123", or "usage-123"
-    return int(digits) if digits.isdigit() else 0
-
-
 async def _mark_seen(user: User | None, chat_id: int, events: list[Event], marked: float) -> float:
     """Record what the open page shows as seen (a visit): at once for the first read and every finished
     turn, else at most every MARK_SEEN_SECONDS; returns when it last recorded."""
@@ -192,11 +187,10 @@ class ChatState(AuthState):
         arrives later, with the page open, is not "since the last visit"); none on a first visit."""
         if self._divider_done:
             return
-        if self._seen >= 0:
-            newer = next((row["id"] for row in self.messages if _row_event_id(row) > self._seen), "")
-            if newer:
-                self.divider_id, self._divider_done = newer, True
-        self._divider_done = self._divider_done or caught_up
+        newer = inbox.divider_row(self._seen, self.messages)
+        if newer:
+            self.divider_id = newer
+        self._divider_done = bool(newer) or caught_up
 
     @rx.event
     async def send(self, form: dict):
