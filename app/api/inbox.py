@@ -31,7 +31,7 @@ def get_inbox(core: CoreDep, user: UserDep,
               limit: Annotated[int, Digits, Query(ge=1, le=inbox.MAX_LIMIT)] = inbox.DEFAULT_LIMIT,
               ) -> dict[str, Any]:
     """The user's inbox; ``items`` newest first with ``id < before``; ``next_before`` pages on (null: the end)."""
-    return inbox.inbox(core.db, user, inbox.Page(before, limit))
+    return inbox.inbox(core.db, user, inbox.Page(before, limit), core.clock.now())
 
 
 @router.post("/inbox/read")

@@ -9,6 +9,7 @@ user's read mark (:mod:`app.core.attention.reads`). Blocking; the UI calls it of
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from typing import Any
 
@@ -131,8 +132,11 @@ def tasks_in(db: Database, user: User, status: TaskStatus) -> list[dict[str, Any
         return [task_view(r) for r in s.connection().execute(query)]
 
 
-def pending_approvals(db: Database, user: User) -> list[dict[str, Any]]:
+def pending_approvals(db: Database, user: User, now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Pending approvals in the user's chats; with ``now``, not those whose time ran out (they are
+    about to be marked expired and can no longer be answered)."""
     rows = approvals.list_for(db, user, ApprovalState.PENDING.value, SECTION_LIMIT)
+    rows = [row for row in rows if now is None or row.expires_at > now]
     titles = _chat_titles(db, {row.chat_id for row in rows})
     return [{**approvals.view(row), "chat_title": titles.get(row.chat_id, "")} for row in rows]
 
@@ -145,11 +149,12 @@ def _chat_titles(db: Database, chat_ids: set[int]) -> dict[int, str]:
         return {int(cid): title for cid, title in rows}
 
 
-def inbox(db: Database, user: User, page: Page | None = None) -> dict[str, Any]:
-    """Everything of ``GET /api/inbox`` for one user (see the module's docstring)."""
+def inbox(db: Database, user: User, page: Page | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+    """Everything of ``GET /api/inbox`` for one user (see the module's docstring); ``now`` (aware
+    UTC) leaves out approvals whose time ran out."""
     page = page or Page()
     mark = reads.read_before(db, user)
     items, next_before = feed(db, user, page, mark)
-    return {"approvals": pending_approvals(db, user), "drafts": tasks_in(db, user, TaskStatus.DRAFT),
+    return {"approvals": pending_approvals(db, user, now), "drafts": tasks_in(db, user, TaskStatus.DRAFT),
             "errors": tasks_in(db, user, TaskStatus.ERROR), "items": items,
             "unread": reads.inbox_unread(db, user, mark), "read_before": mark, "next_before": next_before}

@@ -104,7 +104,8 @@ def _approval(row: dict[str, Any]) -> ApprovalCard:
 
 def sections(user: User, before: int | None = None) -> Sections:
     """The inbox page's content: every section, and the feed from ``before`` (None: the newest)."""
-    data = inbox.inbox(get_core().db, user, inbox.Page(before, PAGE))
+    core = get_core()
+    data = inbox.inbox(core.db, user, inbox.Page(before, PAGE), core.clock.now())
     items = [feed_item(i) for i in data["items"]]
     return Sections(approvals=[_approval(a) for a in data["approvals"]], drafts=[_task(d) for d in data["drafts"]],
                     errors=[_task(e) for e in data["errors"]], items=items, unread=data["unread"],

@@ -186,3 +186,13 @@ def test_a_raw_garbage_body_is_a_400(core: Core, world: dict) -> None:
     answer = client.post("/api/inbox/read", content=b"{not json",
                          headers={**headers, "Content-Type": "application/json"})
     assert answer.status_code == 400
+
+
+def test_an_approval_whose_time_ran_out_is_not_offered(core: Core, world: dict) -> None:
+    asked = approvals.create(core.db, core.clock.now(), approvals.Request(
+        chat_id=world["a"].id, project_id=world["a"].project_id, run_id=1, task_id=None,
+        requested_for="alice@example.com", tool_call_id="c2", title="curl", input={},
+        options=[{"option_id": "ok", "name": "Allow", "kind": "allow_once"}]), 60)
+    later = asked.expires_at
+    assert [a["id"] for a in inbox.inbox(core.db, world["alice"], now=core.clock.now())["approvals"]] == [asked.id]
+    assert inbox.inbox(core.db, world["alice"], now=later)["approvals"] == []

@@ -60,11 +60,16 @@ def mark_inbox_read(db: Database, now: dt.datetime, user: User, before: int) -> 
     return read_before(db, user)
 
 
+UNREAD_CAP = 999  # counted up to here: a badge says "999", and a count never scans a year of events
+
+
 def inbox_unread(db: Database, user: User, mark: int | None = None) -> int:
-    """How many attention events in chats the user can see are newer than their read mark."""
+    """How many attention events in chats the user can see are newer than their read mark (at most
+    UNREAD_CAP)."""
     mark = read_before(db, user) if mark is None else mark
-    query = (sa.select(sa.func.count()).select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id))
-             .where(_ATT.c.id > mark, visible_chats(user)))
+    newer = (sa.select(_ATT.c.id).select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id))
+             .where(_ATT.c.id > mark, visible_chats(user)).limit(UNREAD_CAP).subquery())
+    query = sa.select(sa.func.count()).select_from(newer)
     with db.read() as s:
         return int(s.connection().execute(query).scalar() or 0)
 

@@ -27,8 +27,8 @@ _FOLLOWERS: dict[str, type] = {}  # route → the state of a page showing attent
 
 
 def follow(route: str, state: type) -> None:
-    """Have the watcher call ``state.refresh`` when something new happened while ``route`` is on
-    show and ``state.loaded`` (the inbox page)."""
+    """Have the watcher call ``state.refresh`` when something new happened (and on its periodic
+    recount) while ``route`` is on show and ``state.loaded`` (the inbox page)."""
     _FOLLOWERS[route] = state
 
 
@@ -107,7 +107,7 @@ class AttentionState(AuthState):
                 return None
             await self._show(counts)
             self._notified = max(self._notified, newest)
-            page = _FOLLOWERS.get(self.router.url.path.rstrip("/")) if moved else None
+            page = _FOLLOWERS.get(self.router.url.path.rstrip("/"))  # moved, or the periodic round
             live = [page.refresh] if page is not None and (await self.get_state(page)).loaded else []
         notify = f"window.chatcronNotify && window.chatcronNotify({json.dumps(fresh)})"
         return ([rx.call_script(notify)] if fresh else []) + live
