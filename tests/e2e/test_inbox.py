@@ -131,9 +131,9 @@ def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, toke
 
 RECORD_NOTIFICATIONS = """
 window.__notes = [];
-window.Notification = class {
-  static permission = "default";
-  static async requestPermission() { window.Notification.permission = "granted"; return "granted"; }
+window.Notification = class {  // the permission persists like the browser's own
+  static get permission() { return localStorage.getItem("test-permission") || "default"; }
+  static async requestPermission() { localStorage.setItem("test-permission", "granted"); return "granted"; }
   constructor(title, options) { window.__notes.push({title, body: (options || {}).body}); }
 };
 """

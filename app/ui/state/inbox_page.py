@@ -17,7 +17,9 @@ from app.ui.state.attention import AttentionState
 from app.ui.state.session import AuthState
 
 ROUTE = "/inbox"
-NOTIFY_READ_JS = "window.chatcronNotifyOn ? window.chatcronNotifyOn() : false"
+# Inline rather than through assets/notify.js, which may not have run yet when the page loads.
+NOTIFY_READ_JS = ("(() => { try { return typeof Notification === 'function' && Notification.permission === 'granted'"
+                  " && localStorage.getItem('chatcron-notify') === 'on'; } catch (e) { return false; } })()")
 
 
 def notify_set_js(enabled: bool) -> str:
