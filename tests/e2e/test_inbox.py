@@ -167,4 +167,5 @@ def test_the_inbox_at_phone_width(page: Page, server: Server, token: str) -> Non
     page.screenshot(path="/tmp/inbox-390.png", full_page=True)
     reveal_sidebar(page)
     expect(page.get_by_test_id("nav-inbox")).to_be_visible()
+    page.wait_for_timeout(600)  # the sheet slides in
     page.screenshot(path="/tmp/inbox-sidebar-390.png")

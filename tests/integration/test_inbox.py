@@ -161,6 +161,15 @@ def test_the_api_answers_and_marks_read(core: Core, world: dict) -> None:
     assert client.get("/api/inbox").status_code == 401
 
 
+def test_a_chat_says_how_many_finished_turns_are_new_to_you(core: Core, world: dict) -> None:
+    chat = world["a"]
+    _turn(core, chat.id)
+    client, headers = _client(core, world["alice"])
+    assert client.get(f"/api/chats/{chat.id}", headers=headers).json()["unread"] == 1
+    reads.mark_chat_seen(core.db, core.clock.now(), world["alice"], chat.id, _newest(core, chat.id))
+    assert client.get(f"/api/chats/{chat.id}", headers=headers).json()["unread"] == 0
+
+
 @pytest.mark.parametrize(("method", "url", "body", "field"), [
     ("get", "/api/inbox?before=abc", None, "before"), ("get", "/api/inbox?before=0", None, "before"),
     ("get", "/api/inbox?before=-1", None, "before"), ("get", "/api/inbox?before=1.5", None, "before"),

@@ -89,8 +89,9 @@ def mark_chat_seen(db: Database, now: dt.datetime, user: User, chat_id: int, eve
                 event_id, now)
 
 
-def chat_unread_counts(db: Database, user: User) -> dict[int, int]:
-    """Chat id → finished turns after the user's last visit, for visible chats that have any."""
+def chat_unread_counts(db: Database, user: User, chat_id: int | None = None) -> dict[int, int]:
+    """Chat id → finished turns after the user's last visit, for visible chats that have any (only
+    ``chat_id``'s when given)."""
     reads = _CHAT_READS.alias("r")
     seen = sa.func.coalesce(reads.c.last_event_id, 0)
     query = (sa.select(_EVENTS.c.chat_id, sa.func.count())
@@ -99,6 +100,8 @@ def chat_unread_counts(db: Database, user: User) -> dict[int, int]:
                                                     reads.c.user_id == user.id)))
              .where(_EVENTS.c.type == EventType.RUN_FINISHED.value, _EVENTS.c.id > seen, visible_chats(user))
              .group_by(_EVENTS.c.chat_id))
+    if chat_id is not None:
+        query = query.where(_EVENTS.c.chat_id == chat_id)
     with db.read() as s:
         return {int(chat): int(n) for chat, n in s.connection().execute(query)}
 
