@@ -17,7 +17,7 @@ from app.core.text import clean_prompt
 from app.ui import checks, inbox
 from app.ui.feed import ChatFeed, feed_for
 from app.ui.state.nav import NavState
-from app.ui.state.session import AuthState, connected, may_read
+from app.ui.state.session import AuthState, connected, may_read, session_user
 from app.ui.times import for_events as fire_starts
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
@@ -136,7 +136,7 @@ class ChatState(AuthState):
             generation, chat_id = self._generation, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
         quiet, feed, marked = 0, None, 0.0
-        user = await self._user() if chat_id else None
+        user = await asyncio.to_thread(session_user, token) if chat_id else None  # whose visit it records
         while chat_id:
             async with self:
                 if self._generation != generation:
