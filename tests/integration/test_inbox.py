@@ -9,12 +9,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_api
-from app.core import auth, chats, projects
+from app.core import auth, chats, projects, runs
 from app.core.attention import approvals, reads
 from app.core.attention import events as attention
 from app.core.attention.models import AttentionKind
 from app.core.context import Core
-from app.core.models import Chat, RunSource, RunStatus, User
+from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.wake import NullWaker
 from app.inbox import service as inbox
 from app.schedules.service import Actor, TaskService
@@ -70,7 +70,6 @@ def test_each_user_sees_only_the_chats_they_can_see(core: Core, world: dict) -> 
 def test_items_carry_task_chat_outcome_first_line_and_usage(core: Core, world: dict) -> None:
     run_id = _turn(core, world["a"].id)
     with core.db.write() as s:
-        from app.core.models import Run
         row = s.get(Run, run_id)
         row.usage = json.dumps({"input_tokens": 12, "output_tokens": 3, "cost_usd": 0.5})
     _fire_event(core, world["a"], "alice@example.com", run_id=run_id)
@@ -120,7 +119,6 @@ def test_chat_unread_counts_finished_turns_after_the_visit_and_reset_on_it(core:
 
 
 def _newest(core: Core, chat_id: int) -> int:
-    from app.core import runs
     return runs.list_events(core.db, chat_id, 0, runs.MAX_PAGE)[-1].id
 
 
