@@ -11,6 +11,8 @@ from playwright.sync_api import Page, expect
 
 from app.core import auth
 from app.core.attention import approvals
+from app.core.attention import events as attention
+from app.core.attention.models import AttentionKind
 from app.core.config import load_settings
 from app.core.context import build_core
 from tests.e2e.conftest import Server, api, login, reveal_sidebar
@@ -127,6 +129,36 @@ def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, toke
     finally:
         core.prompts.shutdown(2.0)
         core.db.dispose()
+
+
+def test_older_items_page_in(page: Page, server: Server, token: str) -> None:
+    page.set_viewport_size(WIDE)
+    project = api(server, token, "GET", "/api/projects")["projects"][0]["id"]
+    chat = api(server, token, "POST", f"/api/projects/{project}/chats", {"title": "busy feed"})["id"]
+    core = build_core(load_settings(server.env))
+    try:
+        with core.db.write() as s:
+            attention.record(s.connection(), [attention.row(
+                core.clock.now(), AttentionKind.FIRE_FAILED, user_email="demo@example.com", chat_id=chat,
+                project_id=project, payload={"task": {"name": f"job {n}"}, "run": {"outcome": "failed",
+                                                                              "error": f"exit {n}"}})
+                for n in range(40)])
+    finally:
+        core.prompts.shutdown(2.0)
+        core.db.dispose()
+    login(page)
+    page.goto("/inbox")
+    items = page.get_by_test_id("inbox-item")
+    expect(items).to_have_count(30)  # one page
+    expect(items.first).to_contain_text("job 39")
+    expect(items.first).to_contain_text("exit 39")
+    page.get_by_test_id("inbox-older").click()
+    expect(items.nth(39)).to_contain_text("job 0")
+    while page.get_by_test_id("inbox-older").count():
+        page.get_by_test_id("inbox-older").click()
+        page.wait_for_timeout(300)
+    ids = [int(i) for i in items.evaluate_all("els => els.map(e => e.dataset.itemId)")]
+    assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
 
 
 RECORD_NOTIFICATIONS = """
