@@ -35,7 +35,6 @@ def follow(route: str, state: type) -> None:
 class AttentionState(AuthState):
     inbox_unread: int = 0
     chat_unread: dict[str, int] = {}  # chat id → finished turns since the user's last visit
-    _mark: list[int] = []
     _notified: int = 0  # newest attention event this tab has offered as a notification
     _watch: int = 0
 
