@@ -1,10 +1,12 @@
 """The inbox in Debian's Chromium (SPEC §13): an agent's draft armed from the inbox, a fire that
 finishes while the page is open shows in the feed and the sidebar's counts without a reload,
-"Mark all read", and the "New since your last visit" divider in a chat. Screenshots go to /tmp."""
+"Mark all read", and the "New since your last visit" divider in a chat. Screenshots go to the temporary folder."""
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.e2e
 FIRE = 20_000  # ms: a fire is claimed within 250 ms; the demo reply streams for a second or two
 WIDE = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
+SHOTS = Path(tempfile.gettempdir())  # screenshots to look at after a run
 
 
 def _chat_with_draft(server: Server, token: str, name: str) -> tuple[int, int]:
@@ -53,7 +56,7 @@ def test_a_draft_is_armed_and_a_fire_shows_live_then_is_marked_read(page: Page, 
     draft = page.locator(f'[data-testid="inbox-draft"][data-task-id="{task}"]')
     expect(draft).to_contain_text("inbox-standup")
     expect(page.locator('[data-testid="inbox-item"][data-kind="draft.created"]').first).to_be_visible()
-    page.screenshot(path="/tmp/inbox-draft-1280.png", full_page=True)
+    page.screenshot(path=SHOTS / "inbox-draft-1280.png", full_page=True)
 
     draft.get_by_test_id("inbox-arm").click()
     expect(draft).to_have_count(0)
@@ -71,7 +74,7 @@ def test_a_draft_is_armed_and_a_fire_shows_live_then_is_marked_read(page: Page, 
     expect(fired.get_by_test_id("inbox-chat-link")).to_have_attribute("href", f"/chat/{chat}")
     expect(page.get_by_test_id("inbox-unread-count")).to_have_text("1", timeout=FIRE)
     expect(_badge(page, chat)).to_be_visible(timeout=FIRE)  # never opened in a browser: every finished turn
-    page.screenshot(path="/tmp/inbox-live-1280.png", full_page=True)
+    page.screenshot(path=SHOTS / "inbox-live-1280.png", full_page=True)
 
     page.get_by_test_id("inbox-mark-read").click()
     expect(fired).to_have_attribute("data-unread", "false")
@@ -98,7 +101,7 @@ def test_a_chat_shows_what_is_new_since_the_last_visit(page: Page, server: Serve
     following = divider.locator("xpath=following-sibling::*[1]")
     expect(following).to_have_attribute("data-type", "scheduled_prompt")
     expect(_badge(page, chat)).to_have_count(0)  # the open chat is being read
-    page.screenshot(path="/tmp/inbox-divider-1280.png", full_page=True)
+    page.screenshot(path=SHOTS / "inbox-divider-1280.png", full_page=True)
     page.goto("/inbox")
     expect(page.get_by_test_id("inbox")).to_be_visible()
     expect(_badge(page, chat)).to_have_count(0)  # the visit reset it
@@ -120,7 +123,7 @@ def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, toke
         card = page.locator(f'[data-testid="inbox-approval"][data-approval-id="{asked.id}"]')
         expect(card).to_contain_text("Run: rm -rf build")
         expect(card.get_by_test_id("approval-option")).to_have_count(2)
-        page.screenshot(path="/tmp/inbox-approval-1280.png", full_page=True)
+        page.screenshot(path=SHOTS / "inbox-approval-1280.png", full_page=True)
         card.locator('[data-testid="approval-option"][data-option-id="yes"]').click()
         expect(card).to_have_count(0)
         answered = approvals.get(core.db, asked.id)
@@ -196,8 +199,8 @@ def test_the_inbox_at_phone_width(page: Page, server: Server, token: str) -> Non
     expect(toggle).to_be_visible()
     box = toggle.bounding_box()
     assert box is not None and box["x"] + box["width"] <= PHONE["width"]
-    page.screenshot(path="/tmp/inbox-390.png", full_page=True)
+    page.screenshot(path=SHOTS / "inbox-390.png", full_page=True)
     reveal_sidebar(page)
     expect(page.get_by_test_id("nav-inbox")).to_be_visible()
     page.wait_for_timeout(600)  # the sheet slides in
-    page.screenshot(path="/tmp/inbox-sidebar-390.png")
+    page.screenshot(path=SHOTS / "inbox-sidebar-390.png")
