@@ -12,7 +12,7 @@ from app.core.context import get_core
 from app.core.origins import allowed_origins
 from app.notify import running as deliverer
 from app.ui import guard
-from app.ui.pages import chat, index, login, not_found, notifications, schedules
+from app.ui.pages import chat, inbox, index, login, not_found, notifications, schedules
 from app.ui.state.login import LoginState
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
@@ -32,7 +32,8 @@ app = rx.App(
     head_components=[rx.el.link(rel="icon", href="/favicon.svg", type="image/svg+xml"),
                      rx.el.script(src="/transcript.js", defer=True),  # assets/transcript.js: pins the transcript
                      rx.el.script(src="/layout.js", defer=True),  # assets/layout.js: sidebar sheet, drawer focus
-                     rx.el.script(src="/event_time.js", defer=True)],  # assets/event_time.js: local times
+                     rx.el.script(src="/event_time.js", defer=True),  # assets/event_time.js: local times
+                     rx.el.script(src="/notify.js", defer=True)],  # assets/notify.js: browser notifications
 )
 app.register_lifespan_task(deliverer.lifespan(get_core))  # the notification outbox's deliverer (SPEC §13)
 app.add_middleware(guard.EventGuard())
@@ -42,4 +43,5 @@ app.add_page(chat.chat_page, route="/chat/[cid]", title="Chat · chatcron", on_l
 app.add_page(schedules.schedules_page, route="/schedules", title="All schedules · chatcron", on_load=schedules.ON_LOAD)
 app.add_page(notifications.notifications_page, route="/settings/notifications", title="Notifications · chatcron",
              on_load=notifications.ON_LOAD)
+app.add_page(inbox.inbox_page, route=inbox.ROUTE, title="Inbox · chatcron", on_load=inbox.ON_LOAD)
 app.add_page(not_found.not_found_page, route="404", title=not_found.TITLE)  # Reflex's route for unknown URLs

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from app.api import agent, all_schedules, approvals, errors, metrics, notifications, schedules, user, web_auth
+from app.api import agent, all_schedules, approvals, errors, inbox, metrics, notifications, schedules, user, web_auth
 from app.api.limits import BodyLimit
 from app.api.origins import OriginGuard
 from app.api.proxies import ProxyHeaders
@@ -36,6 +36,7 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     api.include_router(all_schedules.router)  # GET /api/schedules, POST /api/schedules/bulk
     api.include_router(notifications.router)
     api.include_router(approvals.router)
+    api.include_router(inbox.router)
     api.include_router(agent.router)
     api.include_router(web_auth.router)
     api.include_router(metrics.router)

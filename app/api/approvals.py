@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, StrictStr
 
 from app.api.deps import Id, core_of, current_user
-from app.core.attention import approvals, hints
+from app.core.attention import approvals
 from app.core.context import Core
 from app.core.models import User
 
@@ -33,5 +33,4 @@ def answer_approval(aid: Id, body: AnswerIn, core: CoreDep, user: UserDep) -> di
     """The caller picks an option: 404 when they cannot see the chat, 400 when the option is not
     the agent's, 409 when it was already decided (the message says by whom) or has expired."""
     row = approvals.answer(core.db, core.clock.now(), user, aid, body.option_id)
-    hints.notify(core.db)  # the waiting turn, in whichever process, re-reads now
     return approvals.view(row)

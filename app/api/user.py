@@ -12,6 +12,7 @@ from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
 from app.core import chats, projects, runs, sandbox
+from app.core.attention import reads
 from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
@@ -88,7 +89,8 @@ def create_chat(pid: Id, body: ChatIn, core: CoreDep, user: UserDep) -> dict[str
 def get_chat(cid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chat = chats.get_chat(core.db, user, cid)
     busy = runs.live_run(core.db, core.clock, cid, core.settings.run_lease_seconds) is not None
-    return chat_json(chat, busy=busy)
+    unread = reads.chat_unread_counts(core.db, user, cid).get(cid, 0)  # finished turns since your last visit
+    return {**chat_json(chat, busy=busy), "unread": unread}
 
 
 @router.patch("/chats/{cid}")

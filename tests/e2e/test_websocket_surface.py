@@ -18,6 +18,7 @@ from reflex.state import OnLoadInternalState, State, UpdateVarsInternalState
 
 from app.ui.guard import REFUSED, TOAST_ID
 from app.ui.state.chat import ChatState
+from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
 from app.ui.state.nav import NavState
 from app.ui.state.schedule_form import ScheduleFormState
@@ -126,6 +127,12 @@ HOSTILE = [
     (event_name(ScheduleFormState, "set_field"), {"field": "cron", "value": "*" * 1000}, "cron: must be at most"),
     (event_name(ScheduleFormState, "open_edit"), {"task_id": 2**63}, f"task_id: {ID}"),
     (event_name(LoginState, "submit"), {"form": {"email": "e" * 400, "password": "p"}}, "email: must be at most"),
+    (event_name(InboxState, "answer"), {"approval_id": 10**30, "option_id": "x"}, f"approval_id: {ID}"),
+    (event_name(InboxState, "answer"), {"approval_id": 1, "option_id": 5}, "option_id: must be a string"),
+    (event_name(InboxState, "arm"), {"task_id": "abc"}, f"task_id: {ID}"),
+    (event_name(InboxState, "set_notify"), {"enabled": "yes"}, "enabled: must be true or false"),
+    (event_name(InboxState, "show_notify"), {"enabled": None}, "enabled: must be true or false"),
+    (event_name(InboxState, "older"), {"before": 1}, "arguments: unexpected before"),
     (event_name(ChatState, "setvar"), {"var_name": "chat_id", "value": 1}, "event: is not one the page sends"),
     (event_name(State, "setvar"), {"var_name": "is_hydrated", "value": True}, "event: is not one the page sends"),
     (event_name(UpdateVarsInternalState, "update_vars_internal"), {"vars": {"a.b": "c"}}, "vars: must be empty"),

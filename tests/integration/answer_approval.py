@@ -1,4 +1,4 @@
-"""Answers an approval from another process, as a web worker does (the API's two calls).
+"""Answers an approval from another process, as a web worker does (the answer, then its wake hint).
 
 ``python -m tests.integration.answer_approval DATABASE_URL APPROVAL_ID OPTION_ID EMAIL [--no-hint]``
 prints ``{"state": ..., "answered_at": <time.time() after the commit>}``. ``--no-hint`` leaves the
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> None:
     db = Database(url)
     with db.read() as s:
         user = s.exec(select(User).where(User.email == email)).one()
-    row = approvals.answer(db, SystemClock().now(), user, int(approval_id), option_id)
+    row = approvals.answer(db, SystemClock().now(), user, int(approval_id), option_id, hint=False)
     answered_at = time.time()
     if "--no-hint" not in argv:
         hints.notify(db)

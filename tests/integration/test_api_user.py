@@ -164,7 +164,7 @@ def test_chat_get_and_patch(world: World) -> None:
     got = world.client.get(path, headers=world.h("alice"))
     assert got.status_code == 200
     assert got.json() | {"created_at": None, "updated_at": None} == {
-        "id": world.chat, "project_id": world.project, "title": "Plans", "skills": [], "busy": False,
+        "id": world.chat, "project_id": world.project, "title": "Plans", "skills": [], "busy": False, "unread": 1,
         "created_at": None, "updated_at": None}
 
     patched = world.client.patch(path, json={"title": " Renamed ", "skills": ["scheduled-tasks", "scheduled-tasks"]},

@@ -7,14 +7,17 @@ make every keystroke in the schedule dialog load the transcript and the drawer's
 from __future__ import annotations
 
 from app.ui.state.all_schedules import AllSchedulesState
+from app.ui.state.attention import AttentionState
 from app.ui.state.chat import ChatState
+from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
 from app.ui.state.nav import NavState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
-PAGE_STATES = {AllSchedulesState, ChatState, LoginState, NavState, ScheduleFormState, ScheduleState}
+PAGE_STATES = {AllSchedulesState, AttentionState, ChatState, InboxState, LoginState, NavState, ScheduleFormState,
+               ScheduleState}
 
 
 def test_page_states_are_siblings_under_the_auth_state() -> None:

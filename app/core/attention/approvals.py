@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from app.core.attention import events as attention
+from app.core.attention import hints
 from app.core.attention.models import Approval, ApprovalState, AttentionKind
 from app.core.chats import get_chat
 from app.core.clock import rfc3339
@@ -79,11 +80,12 @@ def visible(db: Database, user: User, approval_id: int) -> Approval:
     return row
 
 
-def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_id: object) -> Approval:
+def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_id: object, *,
+           hint: bool = True) -> Approval:
     """A person picks one of the agent's options. NotFound (not visible), InvalidInput (not one of
-    the options), Conflict (already decided or expired — the message says how). The caller then
-    sends ``app.core.attention.hints.notify(db)`` so the waiting turn, in whichever process, reads
-    the answer at once (without it, within a second)."""
+    the options), Conflict (already decided or expired — the message says how). After the commit a
+    wake hint (``hints.notify``) makes the waiting turn, in whichever process, read the answer at
+    once (a lost hint: within a second); ``hint=False`` leaves it to the caller."""
     row = visible(db, user, approval_id)
     options = json.loads(row.options)
     chosen = next((o for o in options if isinstance(option_id, str) and o.get("option_id") == option_id), None)
@@ -101,6 +103,8 @@ def answer(db: Database, now: dt.datetime, user: User, approval_id: int, option_
             expire_due(db, now)
             current = get(db, approval_id)
         raise Conflict(_settled_message(approval_id, current))
+    if hint:
+        hints.notify(db)
     return get(db, approval_id)  # type: ignore[return-value]
 
 

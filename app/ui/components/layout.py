@@ -8,6 +8,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.actions import current_chat_style, project_new
+from app.ui.state.attention import AttentionState
 from app.ui.state.nav import ChatLink, NavState, ProjectNode
 from app.ui.state.session import AuthState
 
@@ -17,6 +18,7 @@ SIDEBAR_ID = "cc-sidebar"
 def _chat_link(chat: ChatLink) -> rx.Component:
     return rx.link(
         rx.hstack(rx.icon("message-square", size=14, flex_shrink="0"), rx.text(chat.title, size="2", trim="both"),
+                  _count(AttentionState.chat_unread[chat.id.to_string()], "chat-unread"),
                   align="center", spacing="2"),
         href=f"/chat/{chat.id}",
         underline="none",
@@ -29,6 +31,22 @@ def _chat_link(chat: ChatLink) -> rx.Component:
 
 def _on_page(path: str) -> rx.Var:
     return AuthState.router.page.path == path
+
+
+def _count(count: rx.Var, testid: str) -> rx.Component:
+    """An unread badge, shown only when there is something unread (SPEC §13)."""
+    return rx.cond(count > 0, rx.badge(count, size="1", variant="solid", radius="full", margin_left="auto",
+                                       custom_attrs={"data-testid": testid}))
+
+
+def _nav_link(icon: str, label: str, href: str, testid: str, *extra: rx.Component) -> rx.Component:
+    """A link to one of the user's pages (inbox, every schedule, notifications), marked current there."""
+    return rx.link(
+        rx.hstack(rx.icon(icon, size=14), rx.text(label, size="2"), *extra, align="center", spacing="2", width="100%"),
+        href=href, underline="none", class_name="cc-chat-link",
+        custom_attrs={"data-testid": testid, "aria-current": rx.cond(_on_page(href), "page", "false")},
+        **current_chat_style(_on_page(href)),
+    )
 
 
 def _project(project: ProjectNode) -> rx.Component:
@@ -54,18 +72,13 @@ def sidebar() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("alarm-clock", size=20), rx.heading("chatcron", size="4"), align="center"),
         rx.text(AuthState.user_email, size="1", color_scheme="gray", custom_attrs={"data-testid": "user-email"}),
-        rx.link(rx.hstack(rx.icon("calendar-clock", size=14), rx.text("Schedules", size="2"), align="center",
-                          spacing="2"),
-                href="/schedules", underline="none", class_name="cc-chat-link",
-                custom_attrs={"data-testid": "nav-schedules",  # every task: app/ui/pages/schedules.py
-                              "aria-current": rx.cond(_on_page("/schedules"), "page", "false")},
-                **current_chat_style(_on_page("/schedules"))),
+        _nav_link("inbox", "Inbox", "/inbox", "nav-inbox", _count(AttentionState.inbox_unread, "inbox-unread-count")),
+        _nav_link("calendar-clock", "Schedules", "/schedules", "nav-schedules"),  # app/ui/pages/schedules.py
         rx.divider(),
         rx.foreach(NavState.tree, _project),
         project_new(),  # app/ui/components/actions.py
         rx.spacer(),
-        rx.link(rx.hstack(rx.icon("bell", size=14), rx.text("Notifications", size="2"), align="center", spacing="2"),
-                href="/settings/notifications", underline="none", custom_attrs={"data-testid": "nav-notifications"}),
+        _nav_link("bell", "Notifications", "/settings/notifications", "nav-notifications"),
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),
         id=SIDEBAR_ID, class_name="cc-sidebar", padding="1em", spacing="2",

@@ -249,6 +249,19 @@ def _event(row: dict) -> rx.Component:
     )
 
 
+def _event_after_divider(row: dict) -> rx.Component:
+    """The row, with the "New since your last visit" line above the first one newer than the visit."""
+    return rx.fragment(
+        rx.cond(row["id"] == ChatState.divider_id,
+                rx.hstack(rx.separator(size="4", flex="1"),
+                          rx.text("New since your last visit", size="1", color="var(--accent-11)",
+                                  white_space="nowrap"),
+                          rx.separator(size="4", flex="1"),
+                          align="center", width="100%", custom_attrs={"data-testid": "unread-divider"})),
+        _event(row),
+    )
+
+
 def _jump_to_latest() -> rx.Component:
     """Shown by assets/chatcron.css while the user has scrolled up (assets/transcript.js scrolls)."""
     return rx.box(
@@ -263,7 +276,7 @@ def transcript() -> rx.Component:
     return rx.box(
         rx.vstack(
             rx.cond(ChatState.loaded & (ChatState.messages.length() == 0) & ~ChatState.busy, empty_chat_help()),
-            rx.foreach(ChatState.messages, _event),
+            rx.foreach(ChatState.messages, _event_after_divider),
             rx.cond(
                 ChatState.busy,
                 rx.hstack(rx.spinner(size="2"), rx.text("Agent is working…", size="2", color_scheme="gray"),

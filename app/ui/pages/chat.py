@@ -12,6 +12,7 @@ from app.ui.components.actions import chat_title
 from app.ui.components.layout import frame, sidebar_toggle
 from app.ui.components.schedules import schedules_button, schedules_drawer
 from app.ui.components.transcript import composer, transcript
+from app.ui.state.attention import AttentionState
 from app.ui.state.chat import ChatState
 from app.ui.state.nav import NavState
 from app.ui.state.schedules import ScheduleState
@@ -73,4 +74,5 @@ def chat_page() -> rx.Component:
     )
 
 
-ON_LOAD = [AuthState.require_login, NavState.load_nav, ChatState.open_chat, ScheduleState.enter_chat]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, ChatState.open_chat, ScheduleState.enter_chat,
+           AttentionState.start]

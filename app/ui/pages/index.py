@@ -5,6 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.layout import frame
+from app.ui.state.attention import AttentionState
 from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState
 
@@ -23,4 +24,4 @@ def index_page() -> rx.Component:
     )
 
 
-ON_LOAD = [AuthState.require_login, NavState.load_nav, NavState.open_first_chat]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, AttentionState.start, NavState.open_first_chat]

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import reflex as rx
 from reflex_base.event import EventSpec
 
 from app.core import chats, runs
-from app.core.attention import approvals, hints
+from app.core.attention import approvals
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
-from app.core.models import Event, User
+from app.core.models import Event, EventType, User
 from app.core.text import clean_prompt
-from app.ui import checks
+from app.ui import checks, inbox
 from app.ui.feed import ChatFeed, feed_for
 from app.ui.state.nav import NavState
-from app.ui.state.session import AuthState, connected, may_read
+from app.ui.state.session import AuthState, connected, may_read, session_user
 from app.ui.times import for_events as fire_starts
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
 
 POLL_SECONDS = 0.25
+MARK_SEEN_SECONDS = 3.0  # while a chat is open, what it shows is recorded as seen at most this often
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
 
 
@@ -50,6 +52,21 @@ def _alive(chat_id: int) -> bool:
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
 
 
+async def _mark_seen(user: User | None, chat_id: int, events: list[Event], marked: float) -> float:
+    """Record what the open page shows as seen (a visit): at once for the first read and every finished
+    turn, else at most every MARK_SEEN_SECONDS; returns when it last recorded."""
+    if user is None or not events:
+        return marked
+    finished = any(e.type == EventType.RUN_FINISHED.value for e in events)
+    if marked and not finished and time.monotonic() - marked < MARK_SEEN_SECONDS:
+        return marked
+    try:
+        await asyncio.to_thread(inbox.mark_chat_seen, user, chat_id, events[-1].id)
+    except Exception:  # a mark is a convenience: the next batch tries again
+        return marked
+    return time.monotonic()
+
+
 def _field_message(exc: ChatcronError, field: str, subject: str) -> str:
     """"<subject> must not be empty." for the form's own field, the error's message otherwise."""
     if isinstance(exc, InvalidInput) and exc.field == field:
@@ -74,9 +91,12 @@ class ChatState(AuthState):
     rename_error: str = ""
     missing: bool = False
     loaded: bool = False  # the log has been read once (an empty chat shows its help only then)
+    divider_id: str = ""  # the row the "New since your last visit" line stands above ("" for none)
     _cursor: int = 0
     _generation: int = 0
     _open_runs: list[int] = []
+    _seen: int = -1  # the newest event the user had seen at their last visit (-1: never opened)
+    _divider_done: bool = False
 
     def _forget(self) -> None:
         generation = self._generation
@@ -97,6 +117,8 @@ class ChatState(AuthState):
         self.chat_id, self.title = chat.id, chat.title
         self.project_chat = chat.project_id is not None
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
+        seen = await asyncio.to_thread(inbox.chat_seen, user, chat.id)
+        self._seen = -1 if seen is None else seen
         return ChatState.tail
 
     @rx.event(background=True)
@@ -114,7 +136,8 @@ class ChatState(AuthState):
             self._generation += 1  # at most one loop per tab: a newer tail ends the older one
             generation, chat_id = self._generation, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
-        quiet, feed = 0, None
+        quiet, feed, marked = 0, None, 0.0
+        user = await asyncio.to_thread(session_user, token) if chat_id else None  # whose visit it records
         while chat_id:
             async with self:
                 if self._generation != generation:
@@ -133,6 +156,7 @@ class ChatState(AuthState):
                 if self._generation != generation:
                     return None
                 self._show(events, stale, usage, fires)
+            marked = await _mark_seen(user, chat_id, events, marked)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
         return None
@@ -150,6 +174,7 @@ class ChatState(AuthState):
             self.loaded = True
         if events:
             self.messages = merge_events(self.messages, events, usage, fires)
+            self._place_divider(len(events) < runs.MAX_PAGE)
             self._cursor = events[-1].id
             self._open_runs = open_runs(self._open_runs, events)
             self.busy = bool(self._open_runs)
@@ -157,6 +182,16 @@ class ChatState(AuthState):
             self._open_runs, self.busy = [], False
         if not self.busy:
             self.stopping = False
+
+    def _place_divider(self, caught_up: bool) -> None:
+        """Above the first row newer than the last visit, decided while the log is first read (what
+        arrives later, with the page open, is not "since the last visit"); none on a first visit."""
+        if self._divider_done:
+            return
+        newer = inbox.divider_row(self._seen, self.messages)
+        if newer:
+            self.divider_id = newer
+        self._divider_done = bool(newer) or caught_up
 
     @rx.event
     async def send(self, form: dict):
@@ -211,7 +246,6 @@ class ChatState(AuthState):
         except ChatcronError as exc:
             self.composer_error = exc.message
             return
-        await asyncio.to_thread(hints.notify, core.db)
         self.composer_error = ""
 
     @rx.event

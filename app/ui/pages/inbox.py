@@ -1,0 +1,139 @@
+"""The inbox page (SPEC §13): approvals, drafts to arm, tasks in error, and the feed of what happened."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from app.ui.components.layout import frame
+from app.ui.components.transcript import moment
+from app.ui.inbox import ApprovalCard, FeedItem, Option, TaskCard
+from app.ui.state.attention import AttentionState
+from app.ui.state.inbox_page import ROUTE as ROUTE  # the page's address, registered in app/app.py
+from app.ui.state.inbox_page import InboxState
+from app.ui.state.nav import NavState
+from app.ui.state.session import AuthState
+
+_CARD = {"border": "1px solid var(--gray-5)", "border_radius": "10px", "padding": "0.6em 0.8em", "width": "100%"}
+
+
+def _chat_link(chat_id: rx.Var, title: rx.Var) -> rx.Component:
+    return rx.link(title, href=f"/chat/{chat_id}", size="2", custom_attrs={"data-testid": "inbox-chat-link"})
+
+
+def _section(title: str, count: rx.Var, *body: rx.Component) -> rx.Component:
+    return rx.cond(count > 0, rx.vstack(rx.heading(title, size="3"), *body, spacing="2", width="100%"))
+
+
+def _option(card: ApprovalCard, option: Option) -> rx.Component:
+    return rx.button(option.name, size="1",
+                     variant=rx.cond(option.kind.contains("allow"), "solid", "soft"),
+                     color_scheme=rx.cond(option.kind.contains("allow"), "green", "red"),
+                     on_click=InboxState.answer(card.id, option.option_id),
+                     custom_attrs={"data-testid": "approval-option", "data-option-id": option.option_id})
+
+
+def _approval(card: ApprovalCard) -> rx.Component:
+    return rx.vstack(
+        rx.text(card.title, weight="bold", size="2"),
+        rx.hstack(rx.text("in", size="1", color_scheme="gray"), _chat_link(card.chat_id, card.chat_title),
+                  rx.text("· for ", card.requested_for, size="1", color_scheme="gray"), align="center", wrap="wrap"),
+        rx.hstack(rx.foreach(card.options, lambda option: _option(card, option)), wrap="wrap", spacing="2"),
+        spacing="1", style=_CARD, custom_attrs={"data-testid": "inbox-approval", "data-approval-id": card.id},
+    )
+
+
+def _draft(card: TaskCard) -> rx.Component:
+    return rx.hstack(
+        rx.vstack(rx.text(card.name, weight="bold", size="2"), _chat_link(card.chat_id, card.chat_title),
+                  spacing="0", min_width="0"),
+        rx.spacer(),
+        rx.button("Arm", size="1", on_click=InboxState.arm(card.id), custom_attrs={"data-testid": "inbox-arm"}),
+        align="center", style=_CARD, custom_attrs={"data-testid": "inbox-draft", "data-task-id": card.id},
+    )
+
+
+def _error(card: TaskCard) -> rx.Component:
+    return rx.vstack(
+        rx.hstack(rx.text(card.name, weight="bold", size="2"), _chat_link(card.chat_id, card.chat_title),
+                  align="center", wrap="wrap"),
+        rx.text(card.reason, size="2", color="var(--red-11)", custom_attrs={"data-testid": "inbox-error-reason"}),
+        spacing="1", style=_CARD, custom_attrs={"data-testid": "inbox-error", "data-task-id": card.id},
+    )
+
+
+def _item(item: FeedItem) -> rx.Component:
+    return rx.vstack(
+        rx.hstack(
+            rx.cond(item.unread, rx.box(width="8px", height="8px", border_radius="50%",
+                                        background="var(--accent-9)", flex_shrink="0",
+                                        custom_attrs={"aria-label": "unread"})),
+            rx.badge(item.label, size="1", variant="soft",
+                     color_scheme=rx.cond(item.kind == "fire.finished", "green",
+                                          rx.cond(item.kind == "fire.failed", "red", "gray"))),
+            rx.cond(item.task_name != "", rx.text(item.task_name, weight="bold", size="2")),
+            _chat_link(item.chat_id, item.chat_title),
+            rx.spacer(),
+            moment(item.at, "inbox-item-time"),
+            align="center", wrap="wrap", width="100%",
+        ),
+        rx.cond(item.line != "", rx.text(item.line, size="2", custom_attrs={"data-testid": "inbox-item-line"})),
+        rx.cond(item.usage != "", rx.text(item.usage, size="1", color_scheme="gray",
+                                          custom_attrs={"data-testid": "inbox-item-usage"})),
+        spacing="1", style=_CARD,
+        background=rx.cond(item.unread, "var(--accent-2)", "transparent"),
+        custom_attrs={"data-testid": "inbox-item", "data-kind": item.kind, "data-item-id": item.id,
+                      "data-unread": rx.cond(item.unread, "true", "false"), "data-outcome": item.outcome},
+    )
+
+
+def _header() -> rx.Component:
+    return rx.hstack(
+        rx.heading("Inbox", size="5"),
+        rx.badge(AttentionState.inbox_unread, " unread", variant="soft", custom_attrs={"data-testid": "inbox-unread"}),
+        rx.spacer(),
+        rx.el.label(rx.hstack(
+            rx.switch(checked=InboxState.notify_on, on_change=InboxState.set_notify,
+                      custom_attrs={"data-testid": "browser-notify-toggle"}),
+            rx.text("Notify me in this browser", size="2"), align="center")),
+        align="center", wrap="wrap", width="100%",
+    )
+
+
+def _feed() -> rx.Component:
+    return rx.vstack(
+        rx.hstack(rx.heading("What happened", size="3"), rx.spacer(),
+                  rx.button("Mark all read", size="1", variant="soft", on_click=InboxState.mark_read,
+                            disabled=InboxState.items.length() == 0,
+                            custom_attrs={"data-testid": "inbox-mark-read"}),
+                  align="center", width="100%"),
+        rx.cond(InboxState.items.length() == 0,
+                rx.text("Nothing yet: finished fires, drafts and approvals show up here.", size="2",
+                        color_scheme="gray", custom_attrs={"data-testid": "inbox-empty"})),
+        rx.foreach(InboxState.items, _item),
+        rx.cond(InboxState.next_before > 0,
+                rx.button("Older", size="1", variant="outline", on_click=InboxState.older,
+                          custom_attrs={"data-testid": "inbox-older"})),
+        spacing="2", width="100%",
+    )
+
+
+def inbox_page() -> rx.Component:
+    return frame(
+        rx.box(
+            rx.vstack(
+                _header(),
+                rx.cond(InboxState.notice != "", rx.callout(InboxState.notice, color_scheme="amber", size="1",
+                                                             custom_attrs={"data-testid": "inbox-notice"})),
+                _section("Waiting for your answer", InboxState.approvals.length(),
+                         rx.foreach(InboxState.approvals, _approval)),
+                _section("Drafts to arm", InboxState.drafts.length(), rx.foreach(InboxState.drafts, _draft)),
+                _section("Stopped by an error", InboxState.errors.length(), rx.foreach(InboxState.errors, _error)),
+                _feed(),
+                spacing="4", max_width="48em", margin_x="auto", width="100%",
+            ),
+            padding="1em", overflow_y="auto", height="100%", custom_attrs={"data-testid": "inbox"},
+        )
+    )
+
+
+ON_LOAD = [AuthState.require_login, NavState.load_nav, InboxState.load, AttentionState.start]
