@@ -44,7 +44,8 @@ def test_a_successful_fire_records_fire_finished_with_its_first_line_inbox_only_
     assert payload["run"]["outcome"] == "succeeded"
     first = next(line.strip() for line in run.output.splitlines() if line.strip())
     assert payload["run"]["first_line"] == first[:200]
-    assert payload["task"]["name"] == "Build watch" and event.fanned_out_at is None
+    assert payload["task"]["name"] == "Build watch"
+    assert event.fanned_out_at == event.created_at  # nothing for a deliverer to do
 
 
 def test_notify_always_pushes_a_success_and_never_keeps_a_failure_off_the_channels(rig: Rig) -> None:
@@ -56,8 +57,8 @@ def test_notify_always_pushes_a_success_and_never_keeps_a_failure_off_the_channe
     rig.tick()
     [ok] = _events(rig, loud)
     [failed] = _events(rig, quiet)
-    assert (ok.kind, ok.notify) == ("fire.finished", True)
-    assert (failed.kind, failed.notify) == ("fire.failed", False)
+    assert (ok.kind, ok.notify, ok.fanned_out_at) == ("fire.finished", True, None)  # waits for a deliverer
+    assert (failed.kind, failed.notify, failed.fanned_out_at) == ("fire.failed", False, failed.created_at)
     assert json.loads(failed.payload)["run"]["error"] == "demo failure requested with /fail"
 
 

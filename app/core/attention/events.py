@@ -46,11 +46,13 @@ def pushes(notify: str | None, kind: AttentionKind) -> bool:
 def row(now: dt.datetime, kind: AttentionKind, *, user_email: str, chat_id: int, project_id: int | None,
         payload: dict[str, Any], notify: bool = True, task_id: int | None = None, run_id: int | None = None,
         task_run_id: int | None = None, approval_id: int | None = None) -> dict[str, Any]:
-    """The column values of one attention event."""
+    """The column values of one attention event. One that no channel may take (``notify`` False)
+    is born fanned out: deliverers never look at it (most fires' successes: a burst of fires adds
+    no work, and no write, to the outbox)."""
     return {"kind": kind.value, "user_email": user_email, "chat_id": chat_id, "project_id": project_id,
             "task_id": task_id, "run_id": run_id, "task_run_id": task_run_id, "approval_id": approval_id,
             "notify": notify, "payload": json.dumps(payload, sort_keys=True, default=str), "created_at": now,
-            "fanned_out_at": None}
+            "fanned_out_at": None if notify else now}
 
 
 def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:

@@ -77,7 +77,8 @@ class AttentionEvent(SQLModel, table=True):
 
     Written in the same transaction as what it records (a fire's end, a draft, an approval), so it
     is never lost and never invented; delivery to channels happens later, elsewhere
-    (``fanned_out_at`` marks the one deliverer that turned it into ``deliveries``).
+    (``fanned_out_at`` marks the one deliverer that turned it into ``deliveries``; an event no
+    channel may take is written with it set).
     """
 
     __tablename__ = "attention_events"
