@@ -17,10 +17,12 @@ from playwright.sync_api import Browser, expect
 from reflex.state import OnLoadInternalState, State, UpdateVarsInternalState
 
 from app.ui.guard import REFUSED, TOAST_ID
+from app.ui.state.all_schedules import AllSchedulesState
 from app.ui.state.chat import ChatState
 from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
 from app.ui.state.nav import NavState
+from app.ui.state.notifications import NotificationsState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from tests.e2e import sockets
@@ -133,6 +135,15 @@ HOSTILE = [
     (event_name(InboxState, "set_notify"), {"enabled": "yes"}, "enabled: must be true or false"),
     (event_name(InboxState, "show_notify"), {"enabled": None}, "enabled: must be true or false"),
     (event_name(InboxState, "older"), {"before": 1}, "arguments: unexpected before"),
+    (event_name(ChatState, "answer_approval"), {"approval_id": "1", "option_id": 5}, "option_id: must be a string"),
+    (event_name(ChatState, "answer_approval"), {"approval_id": "x", "option_id": "allow"}, f"approval: {ID}"),
+    (event_name(AllSchedulesState, "set_status_filter"), {"status": "exploded"}, "status: must be one of"),
+    (event_name(AllSchedulesState, "set_project_filter"), {"project": "1 OR 1=1"}, f"project: {ID}"),
+    (event_name(AllSchedulesState, "toggle_select"), {"task_id": 1, "checked": "yes"}, "checked: must be true or"),
+    (event_name(AllSchedulesState, "bulk"), {"action": "delete"}, "action: must be one of"),
+    (event_name(NotificationsState, "delete_channel"), {"channel_id": "abc"}, f"channel_id: {ID}"),
+    (event_name(NotificationsState, "send_test"), {"channel_id": 10**30}, f"channel_id: {ID}"),
+    (event_name(NotificationsState, "add_webhook"), {"form": "x"}, "form: must be a form"),
     (event_name(ChatState, "setvar"), {"var_name": "chat_id", "value": 1}, "event: is not one the page sends"),
     (event_name(State, "setvar"), {"var_name": "is_hydrated", "value": True}, "event: is not one the page sends"),
     (event_name(UpdateVarsInternalState, "update_vars_internal"), {"vars": {"a.b": "c"}}, "vars: must be empty"),

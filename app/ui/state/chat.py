@@ -239,10 +239,10 @@ class ChatState(AuthState):
         """Answer an approval card with one of the agent's options (as POST /api/approvals/{id});
         the turn, wherever it runs, goes on and its updated tool event reaches every open tab."""
         core = get_core()
+        approval = checks.id_text(str(approval_id), "approval")  # a forged id is refused like any bad argument
         user = await self._user()
         try:
-            await asyncio.to_thread(approvals.answer, core.db, core.clock.now(), user,
-                                    checks.id_text(str(approval_id), "approval"), option_id)
+            await asyncio.to_thread(approvals.answer, core.db, core.clock.now(), user, approval, option_id)
         except ChatcronError as exc:
             self.composer_error = exc.message
             return
