@@ -27,6 +27,7 @@ from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
 from tests.agents.anthropic_server import AnthropicServer, bash, text, wait_for
 from tests.agents.rig import ROOT, AgentRig, build_rig
+from tests.conftest import run_async
 from tests.integration.test_acp_claude import WAIT, finished, tool_states
 from tests.integration.test_scheduler_loop import settle
 
@@ -182,6 +183,6 @@ def test_a_hint_from_another_process_wakes_a_waiter_here(settings: Settings) -> 
             listener.unsubscribe(event)
 
     try:
-        assert asyncio.run(wait_for_hint()) < 30
+        assert run_async(wait_for_hint()) < 30
     finally:
         db.dispose()

@@ -17,6 +17,7 @@ from pathlib import Path
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from app.core.providers.acp_client import AgentClient, TurnSink
+from tests.conftest import run_async
 
 OPTIONS = [PermissionOption(option_id="allow_always", name="Always Allow", kind="allow_always"),
            PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
@@ -114,7 +115,7 @@ def test_an_answer_reaches_the_agent_and_the_card_says_who() -> None:
         approvals.listening.hint()
         return await asyncio.wait_for(request, 0.5)  # the hint, not the 1 s fallback
 
-    response = asyncio.run(scenario())
+    response = run_async(scenario())
     assert response.outcome.outcome == "selected" and response.outcome.option_id == "allow_always"
     [row] = approvals.rows.values()
     assert (row.title, row.raw_input) == ("touch notes.txt", {"command": "touch notes.txt"})
@@ -138,7 +139,7 @@ def test_without_a_hint_the_answer_is_found_by_the_fallback_read() -> None:
         approvals.decide(1, "rejected", "reject", "bob@example.com")  # no hint: a lost one
         return await asyncio.wait_for(request, 3.0)
 
-    response = asyncio.run(scenario())
+    response = run_async(scenario())
     assert response.outcome.option_id == "reject"
 
 
@@ -153,7 +154,7 @@ def test_an_expired_approval_answers_with_the_reject_option() -> None:
         approvals.listening.hint()
         return await asyncio.wait_for(request, 0.5)
 
-    response = asyncio.run(scenario())
+    response = run_async(scenario())
     assert response.outcome.option_id == "reject"
     last = _tool_events(sink)[-1]
     assert last["status"] == "failed" and last["decision"]["by"] == "timeout"
@@ -169,7 +170,7 @@ def test_a_cancelled_turn_answers_cancelled_at_once() -> None:
         sink.cancel()
         return await asyncio.wait_for(request, 0.5)
 
-    response = asyncio.run(scenario())
+    response = run_async(scenario())
     assert response.outcome.outcome == "cancelled"
     last = _tool_events(sink)[-1]
     assert last["approval"]["state"] == "cancelled" and last["decision"]["outcome"] == "cancelled"
@@ -187,7 +188,7 @@ def test_a_failed_read_is_retried_not_fatal() -> None:
         approvals.listening.hint()
         return await asyncio.wait_for(request, 3.0)
 
-    assert asyncio.run(scenario()).outcome.option_id == "allow"
+    assert run_async(scenario()).outcome.option_id == "allow"
 
 
 def test_remote_schedule_and_other_policies_never_ask() -> None:
@@ -195,5 +196,5 @@ def test_remote_schedule_and_other_policies_never_ask() -> None:
                                       ("allow", "touch x", "allow"), ("deny", "touch x", "reject")):
         approvals, client = FakeApprovals(), AgentClient()
         client.turns["s1"] = _sink(approvals, policy)
-        response = asyncio.run(_request(client, command))
+        response = run_async(_request(client, command))
         assert response.outcome.option_id == expected and approvals.rows == {}, policy

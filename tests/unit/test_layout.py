@@ -134,3 +134,20 @@ def test_no_suppression_for_a_rule_family_ruff_does_not_run() -> None:
     noisy = sorted(str(path.relative_to(ROOT)) for pkg in ("app", "scheduler", "tests")
                    for path in (ROOT / pkg).rglob("*.py") if marker in path.read_text())
     assert noisy == []
+
+
+def test_no_test_runs_a_coroutine_on_the_main_thread() -> None:
+    """The browser tests' Playwright keeps an event loop marked running on the main thread for the
+    rest of the session, so ``asyncio.run`` or ``run_until_complete`` in a test (or a helper it
+    calls on that thread) fails whenever the browser tests ran first; tests use
+    ``tests.conftest.run_async``, which runs the coroutine on a thread of its own."""
+    allowed = {ROOT / "tests" / "conftest.py",  # run_async itself
+               ROOT / "tests" / "integration" / "apiserver.py"}  # its loop lives on its own thread
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path in allowed or path == Path(__file__):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "asyncio.run(" in line or "run_until_complete(" in line:
+                found.append(f"{path.relative_to(ROOT)}:{number}")
+    assert found == [], f"use tests.conftest.run_async instead: {found}"
