@@ -6,18 +6,28 @@ make every keystroke in the schedule dialog load the transcript and the drawer's
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
+import app.ui.state
 from app.ui.state.all_schedules import AllSchedulesState
 from app.ui.state.attention import AttentionState
 from app.ui.state.chat import ChatState
 from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
 from app.ui.state.nav import NavState
+from app.ui.state.notifications import NotificationsState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
-PAGE_STATES = {AllSchedulesState, AttentionState, ChatState, InboxState, LoginState, NavState, ScheduleFormState,
-               ScheduleState}
+PAGE_STATES = {AllSchedulesState, AttentionState, ChatState, InboxState, LoginState, NavState, NotificationsState,
+               ScheduleFormState, ScheduleState}
+
+# Every state module loaded, as the running app loads them: the substates seen here do not depend
+# on which other tests ran first in this session (a page state missing above fails at once).
+for _module in pkgutil.iter_modules(app.ui.state.__path__):
+    importlib.import_module(f"app.ui.state.{_module.name}")
 
 
 def test_page_states_are_siblings_under_the_auth_state() -> None:
