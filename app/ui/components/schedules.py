@@ -227,18 +227,22 @@ def _row(row: TaskRow) -> rx.Component:
     )
 
 
-def _empty() -> rx.Component:
+def empty_schedules(title: str, text: str, testid: str, max_width: str = "340px") -> rx.Component:
+    """What a list of schedules shows when it has none (the drawer, the All schedules page)."""
     return rx.center(
         rx.vstack(
             rx.icon("calendar-clock", size=32, color="var(--gray-8)"),
-            rx.text("No schedules yet", weight="medium"),
-            rx.text("Create one here, or turn on Scheduled tasks and ask the agent — it proposes a draft "
-                    "for you to arm.", size="2", color_scheme="gray", text_align="center"),
-            align="center", spacing="2", max_width="340px",
+            rx.text(title, weight="medium"),
+            rx.text(text, size="2", color_scheme="gray", text_align="center"),
+            align="center", spacing="2", max_width=max_width,
         ),
-        padding_y="3em",
-        custom_attrs=_tid("schedules-empty"),
+        padding_y="3em", custom_attrs=_tid(testid),
     )
+
+
+def _empty() -> rx.Component:
+    return empty_schedules("No schedules yet", "Create one here, or turn on Scheduled tasks and ask the agent — it "
+                           "proposes a draft for you to arm.", "schedules-empty")
 
 
 def _drawer_header() -> rx.Component:

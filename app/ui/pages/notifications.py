@@ -22,33 +22,29 @@ def _events_select() -> rx.Component:
                         class_name="cc-native-select")
 
 
-def _add_forms() -> rx.Component:
-    webhook = rx.form(
+def _add_form(title: str, field: str, kind: str, placeholder: str, label: str, button: str, testid: str,
+              on_submit: rx.EventHandler) -> rx.Component:
+    """One channel's form: its address, which events, and its add button (``{testid}-add``)."""
+    return rx.form(
         rx.vstack(
-            rx.text("Webhook", weight="bold", size="2"),
-            rx.input(name="url", placeholder="https://example.com/hooks/chatcron", type="url", width="100%",
-                     aria_label="Webhook URL", custom_attrs={"data-testid": "webhook-url"}),
-            rx.hstack(_events_select(), rx.button("Add webhook", type="submit",
-                                                   custom_attrs={"data-testid": "webhook-add"}),
+            rx.text(title, weight="bold", size="2"),
+            rx.input(name=field, placeholder=placeholder, type=kind, width="100%", aria_label=label,
+                     custom_attrs={"data-testid": f"{testid}-{field}"}),
+            rx.hstack(_events_select(), rx.button(button, type="submit", custom_attrs={"data-testid": f"{testid}-add"}),
                       wrap="wrap", spacing="2"),
             spacing="2", width="100%",
         ),
-        on_submit=NotificationsState.add_webhook, reset_on_submit=True, width="100%",
+        on_submit=on_submit, reset_on_submit=True, width="100%",
     )
+
+
+def _add_forms() -> rx.Component:
+    webhook = _add_form("Webhook", "url", "url", "https://example.com/hooks/chatcron", "Webhook URL", "Add webhook",
+                        "webhook", NotificationsState.add_webhook)
     email = rx.cond(
         NotificationsState.email_enabled,
-        rx.form(
-            rx.vstack(
-                rx.text("Email", weight="bold", size="2"),
-                rx.input(name="address", placeholder="you@example.com", type="email", width="100%",
-                         aria_label="Email address", custom_attrs={"data-testid": "email-address"}),
-                rx.hstack(_events_select(), rx.button("Add email", type="submit",
-                                                       custom_attrs={"data-testid": "email-add"}),
-                          wrap="wrap", spacing="2"),
-                spacing="2", width="100%",
-            ),
-            on_submit=NotificationsState.add_email, reset_on_submit=True, width="100%",
-        ),
+        _add_form("Email", "address", "email", "you@example.com", "Email address", "Add email", "email",
+                  NotificationsState.add_email),
         rx.text("Email is not configured on this server (CHATCRON_SMTP_URL).", size="2", color_scheme="gray"),
     )
     return rx.flex(rx.card(webhook, flex="1", min_width="260px"), rx.card(email, flex="1", min_width="260px"),

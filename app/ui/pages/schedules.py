@@ -11,6 +11,7 @@ import reflex as rx
 
 from app.ui.all_tasks import STATUSES, AllRow, ProjectOption
 from app.ui.components.layout import frame, sidebar_toggle
+from app.ui.components.schedules import empty_schedules
 from app.ui.state.all_schedules import AllSchedulesState
 from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState
@@ -136,16 +137,8 @@ def _head() -> rx.Component:
 
 
 def _empty() -> rx.Component:
-    return rx.center(
-        rx.vstack(
-            rx.icon("calendar-clock", size=32, color="var(--gray-8)"),
-            rx.text("No schedules here", weight="medium"),
-            rx.text("Nothing matches these filters. Schedules are made in a chat's Schedules drawer, or "
-                    "proposed by its agent.", size="2", color_scheme="gray", text_align="center"),
-            align="center", spacing="2", max_width="360px",
-        ),
-        padding_y="3em", custom_attrs=_tid("all-schedules-empty"),
-    )
+    return empty_schedules("No schedules here", "Nothing matches these filters. Schedules are made in a chat's "
+                           "Schedules drawer, or proposed by its agent.", "all-schedules-empty", max_width="360px")
 
 
 def _list() -> rx.Component:
