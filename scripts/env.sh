@@ -8,6 +8,10 @@ export REFLEX_BUN_PATH="$ROOT/.tools/node_modules/@oven/bun-linux-x64/bin/bun"
 export REFLEX_DIR="$ROOT/.tools/reflex"
 export BUN_INSTALL_CACHE_DIR="$ROOT/.tools/bun-cache"
 export BUN_RUNTIME_TRANSPILER_CACHE_PATH="$ROOT/.tools/bun-transpiler-cache"
+# Python caches compiled modules (__pycache__, ignored by git) even where the machine's environment
+# says not to: without it every scheduler, CLI, web worker and test worker compiles the project and
+# its tests from source again (half of a test worker's start-up; docs/TESTING.md).
+unset PYTHONDONTWRITEBYTECODE
 export REFLEX_CHECK_LATEST_VERSION=false
 export REFLEX_TELEMETRY_ENABLED=false
 if [ -z "${NPM_CONFIG_REGISTRY:-}" ] && command -v npm >/dev/null 2>&1; then

@@ -25,8 +25,10 @@ from app.core.config import Settings
 from app.core.context import Core, build_core
 from app.core.db import normalize_url
 from app.core.migrate import upgrade
+from tests import isolation
 
-PG_ENV = "CHATCRON_TEST_POSTGRES_URL"
+PG_ENV = isolation.PG_ENV
+_PG_KEY = pytest.StashKey[tuple[str, str]]()
 
 
 T = TypeVar("T")
@@ -56,7 +58,57 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def pg_base_url() -> str | None:
+    """This worker's own PostgreSQL database (see ``pytest_configure``), or None when CI's URL is unset."""
     return os.environ.get(PG_ENV) or None
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """The process that hands tests to xdist workers and runs none itself."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this worker (or this plain run) a PostgreSQL database of its own (tests/isolation.py)."""
+    base = os.environ.get(PG_ENV)
+    if not base or _is_xdist_controller(config):
+        return
+    try:
+        own = isolation.create_worker_database(base)
+    except Exception as exc:  # configured but unreachable is a failure, never a skip
+        raise pytest.UsageError(f"{PG_ENV} is set but PostgreSQL is unreachable: {exc}") from exc
+    config.stash[_PG_KEY] = (base, own)
+    os.environ[PG_ENV] = own  # every fixture, helper and child process of this worker reads it here
+
+
+_TIERS = {"unit": "unit", "integration": "integration", "agents": "integration", "e2e": "e2e"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tier (its folder) and every PostgreSQL variant with ``postgres``,
+    so ``-m`` selects a tier (docs/TESTING.md)."""
+    for item in items:
+        parts = item.path.relative_to(Path(__file__).parent).parts
+        tier = _TIERS.get(parts[0]) if len(parts) > 1 else None
+        if tier:
+            item.add_marker(tier)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "postgres" in params.values():
+            item.add_marker("postgres")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A ``serial`` test has the machine to itself; every other test shares it (tests/isolation.py)."""
+    with isolation.machine_share(item.config, exclusive=item.get_closest_marker("serial") is not None):
+        return (yield)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_PG_KEY, None)
+    if made is not None:
+        base, own = made
+        os.environ[PG_ENV] = base
+        isolation.drop_worker_database(base, own)
 
 
 def _pg_schema_url(base: str) -> tuple[str, str]:

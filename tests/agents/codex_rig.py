@@ -23,7 +23,8 @@ from tests.agents.responses_server import ResponsesServer
 from tests.agents.rig import AGENT_LEASE_SECONDS, AgentRig, agents_dir
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.apiserver import ApiServer, free_port
+from tests.integration.apiserver import ApiServer
+from tests.isolation import free_port
 
 MODEL = "scripted-model"
 API_KEY = "sk-test-codex"

@@ -25,7 +25,8 @@ from app.core.providers.registry import ProviderFactory
 from tests.agents.anthropic_server import AnthropicServer
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.apiserver import ApiServer, free_port
+from tests.integration.apiserver import ApiServer
+from tests.isolation import free_port
 
 ROOT = Path(app.__file__).resolve().parent.parent
 # The product's default lease: a real agent CLI starting on a loaded 2-core machine can hold the

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 
 from tests.agents.rig import TEST_AGENTS_DIR
 from tests.conftest import open_tmp
+from tests.isolation import free_port, web_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -24,12 +24,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
@@ -75,7 +69,8 @@ def server(e2e_root: Path) -> Iterator[Server]:
     port = free_port()
     env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
            "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT),
-           "CHATCRON_AGENTS_DIR": str(TEST_AGENTS_DIR)}  # the suite's installed agent CLIs (real-agent tests)
+           "CHATCRON_AGENTS_DIR": str(TEST_AGENTS_DIR),  # the suite's installed agent CLIs (real-agent tests)
+           "REFLEX_WEB_WORKDIR": str(web_dir("server"))}  # this worker's own build: a build embeds its port
     env.pop("CHATCRON_DATABASE_URL", None)
     server = Server(f"http://127.0.0.1:{port}", env)
     server.manage("migrate")

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ROOT, _wait_healthy, free_port
+from tests.e2e.conftest import ROOT, _wait_healthy
+from tests.isolation import free_port, redis_db
 
 PG_ENV = "CHATCRON_TEST_POSTGRES_URL"
 REDIS_ENV = "CHATCRON_TEST_REDIS_URL"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/7"  # a database number of its own: FLUSHDB at teardown
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/{db}"  # a database number per test worker: FLUSHDB at teardown
 SOCKET_RECORD_PREFIX = "token_manager_socket_record_"  # Reflex's RedisTokenManager key of a tab's socket
 
 
@@ -31,7 +32,7 @@ def redis_url_or_skip() -> str:
     """The test Redis URL, or a loud skip when Redis does not answer."""
     import redis
 
-    url = os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL
+    url = os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL.format(db=redis_db())
     try:
         redis.Redis.from_url(url, socket_connect_timeout=2).ping()
     except Exception as exc:  # noqa: BLE001 - any failure to reach it is "unreachable"

@@ -43,6 +43,7 @@ from tests.conftest import _drop_schema, _pg_schema_url
 from tests.e2e import multinode as mn
 from tests.e2e.conftest import DEMO_EMAIL, login
 from tests.integration.procs import SchedulerProc, Schedulers, wait_for, wait_ready
+from tests.isolation import web_dir
 
 pytestmark = pytest.mark.e2e
 LEASE = 3  # CHATCRON_RUN_LEASE_SECONDS of every process: a dead scheduler's claims are free within seconds
@@ -74,7 +75,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06", "REFLEX_REDIS_URL": redis_url}
     mn.manage(web_env, "migrate")
     mn.manage(web_env, "seed-demo")
-    web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS, root / "web-build")
+    web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS, web_dir("multinode"))
     group = Schedulers(db_url, root / "unused", root / "logs")
     settings = Settings(data_dir=root / "test-host", database_url=db_url, run_lease_seconds=LEASE,
                         max_tasks_per_project=0, demo_word_delay_seconds=0.0)

@@ -301,6 +301,7 @@ STORM_JS = """async ({count, parallel, path, cid, hydrate, tail, watch, marker})
 }"""
 
 
+@pytest.mark.serial  # 500 sockets against one web worker, then its CPU measured: alone on the machine
 def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, server, token: str,
                                                              project: int) -> None:
     chat = _chat(server, token, project, "Storm")

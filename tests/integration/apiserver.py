@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 
 from app.api import create_api
 from app.core.context import Core
+from tests.isolation import free_port
 
 
 class AsgiServer:
@@ -82,7 +83,3 @@ class ApiServer(AsgiServer):
         super().__init__(create_api(lambda: core, core.settings.request_max_bytes), port)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

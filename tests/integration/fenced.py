@@ -166,6 +166,16 @@ def host_processes(marker: str) -> Iterator[tuple[int, dict[str, str]]]:
             yield int(entry.name), {k: v.strip() for k, v in status.items()}
 
 
+def left_behind(marker: str, within: float = 15.0) -> list[tuple[int, dict[str, str]]]:
+    """The agent's host processes still alive ``within`` seconds after its turn ended ([] as soon as
+    there are none). A killed sandbox's processes die when the kernel delivers the kill and are
+    reaped after: on a busy machine that takes a moment, so the check waits for it, not a fixed time."""
+    deadline = time.monotonic() + within
+    while (alive := list(host_processes(marker))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
 def namespace_mates(pid: int) -> dict[int, dict[str, str]]:
     """/proc/<pid>/status of every host process in the PID namespace of ``pid`` (its sandbox)."""
     ns = os.readlink(f"/proc/{pid}/ns/pid")

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.isolation import free_port
 
 
 @dataclasses.dataclass
@@ -92,9 +93,7 @@ def smtp_server() -> Iterator[tuple[int, list[Any]]]:
             got.append(envelope)
             return "250 OK"
 
-    with socket.socket() as probe:  # aiosmtpd's start-up check cannot follow port 0: pick a free one
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # aiosmtpd's start-up check cannot follow port 0: pick a free one
     controller = Controller(Handler(), hostname="127.0.0.1", port=port)
     controller.start()
     try:

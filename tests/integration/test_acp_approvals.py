@@ -31,6 +31,8 @@ from tests.conftest import run_async
 from tests.integration.test_acp_claude import WAIT, finished, tool_states
 from tests.integration.test_scheduler_loop import settle
 
+pytestmark = pytest.mark.slow  # the real Claude Code waiting on approvals: left out of `make check`
+
 
 @pytest.fixture
 def model() -> Iterator[AnthropicServer]:

@@ -42,6 +42,8 @@ from tests.agents.anthropic_server import (
 from tests.agents.rig import AgentRig, build_rig, reopen
 from tests.integration.test_scheduler_loop import settle
 
+pytestmark = pytest.mark.slow  # the real Claude Code: left out of `make check`
+
 WAIT = 180.0  # a cold Claude Code on a loaded 2-core machine takes seconds; a hung turn fails well before
 ASK = "Please post the standup summary every hour until it is done."
 CREATE = ("scripts/remote-schedule create --name standup --every 3600 "

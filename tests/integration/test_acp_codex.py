@@ -32,6 +32,8 @@ from tests.agents.codex_rig import API_KEY, MODEL, CodexRig, build_codex_rig, re
 from tests.agents.responses_server import SHELL_TOOL, ResponsesServer, Text, Usage, hang, shell, step
 from tests.integration.test_scheduler_loop import settle
 
+pytestmark = pytest.mark.slow  # the real Codex: left out of `make check`
+
 WAIT = 120.0  # codex-acp starts in well under a second; a loaded 2-core machine is slower
 ASK = "Please post the standup summary every hour until it is done."
 CREATE = ("scripts/remote-schedule create --name standup --every 3600 "

@@ -32,7 +32,7 @@ from tests.integration.apiclient import add_user
 
 START_SECONDS = 180.0
 
-pytestmark = pytest.mark.heavy_agent
+pytestmark = [pytest.mark.heavy_agent, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -12,7 +12,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.integration.procs import ROOT
+from tests.isolation import web_dir
+
+pytestmark = pytest.mark.slow  # the whole quick benchmark: web, scheduler and agent processes: left out of `make check`
 
 KEYS = {"metric", "value", "unit", "target", "ok", "db"}
 FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "burst_fires_per_s",
@@ -31,6 +36,7 @@ FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "b
 def test_quick_benchmark_prints_every_figure_and_the_machine() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}  # SQLite only
     env["PYTHONPATH"] = str(ROOT)
+    env["REFLEX_WEB_WORKDIR"] = str(web_dir("bench"))  # the bench's web process builds in this worker's folder
     # the run takes about 50 s; the timeout leaves room for a first production build of the web app
     out = subprocess.run([sys.executable, "-m", "tests.perf.run", "--quick"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=400)

@@ -16,7 +16,10 @@ from app.core.models import RunStatus
 from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
 from tests.conftest import agent_script, make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.apiserver import ApiServer, free_port
+from tests.integration.apiserver import ApiServer
+from tests.isolation import free_port
+
+pytestmark = pytest.mark.slow  # agent processes against a live API: left out of `make check`
 
 # The "agent": reads its prompt on stdin, asks for a schedule with the workspace's CLI, reports.
 AGENT = textwrap.dedent("""

@@ -27,6 +27,8 @@ from app.core.errors import PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus
 from tests import store
 
+pytestmark = pytest.mark.slow  # real scheduler processes: left out of `make check`
+
 ROOT = Path(app.__file__).resolve().parent.parent
 LEASE = 2  # seconds
 RENEW_EVERY = 0.2  # the child's heartbeat period: ten beats per lease

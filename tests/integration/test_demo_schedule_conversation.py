@@ -41,7 +41,10 @@ from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
-from tests.integration.apiserver import ApiServer, free_port
+from tests.integration.apiserver import ApiServer
+from tests.isolation import free_port
+
+pytestmark = pytest.mark.slow  # agent processes against a live API: left out of `make check`
 
 # What the agent writes down as the task's durable prompt: the demo obeys its /complete line at each fire.
 STANDING_PROMPT = "Post the standup summary in this chat.\n/complete the standup is posted\n"

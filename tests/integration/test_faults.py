@@ -52,6 +52,9 @@ from tests.integration.procs import ROOT, Schedulers, schedulers, wait_for
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
 from tests.integration.test_scheduler_loop import settle
+from tests.isolation import web_dir
+
+pytestmark = pytest.mark.slow  # processes killed and stores broken, waited out in real time: left out of `make check`
 
 LEASE = 3
 HOUR = 3600
@@ -183,13 +186,14 @@ def _web_env(settings: Settings, port: int) -> dict[str, str]:
         "CHATCRON_DATA_DIR": str(settings.data_dir), "CHATCRON_DATABASE_URL": settings.db_url,
         "CHATCRON_RUN_LEASE_SECONDS": str(LEASE), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0",
         "CHATCRON_API_URL": f"http://127.0.0.1:{port}",
+        "REFLEX_WEB_WORKDIR": str(web_dir("backend")),  # never the folder a worker's e2e server builds in
     })
     return env
 
 
 @contextlib.contextmanager
 def _web(settings: Settings, log_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    from tests.e2e.conftest import free_port
+    from tests.isolation import free_port
 
     port = free_port()
     with open(log_path, "wb") as log:
@@ -453,6 +457,7 @@ def _faulty_store(db_url: str, tmp_path: Path) -> Iterator[tuple[str, object, ob
         pg.drop()
 
 
+@pytest.mark.serial  # measures the scheduler's CPU time against a bound: alone on the machine (docs/TESTING.md)
 def test_store_refusing_writes_backs_off_serves_reads_and_recovers(settings: Settings, tmp_path: Path) -> None:
     with _faulty_store(settings.db_url, tmp_path) as (url, inject, clear):
         core = make_core(with_settings(settings, database_url=url))

@@ -56,6 +56,8 @@ from tests.conftest import make_core
 from tests.integration.apiclient import add_user
 from tests.store import issue_grant
 
+pytestmark = pytest.mark.slow  # schemathesis over both APIs: left out of `make check`
+
 EXAMPLES_ENV = "CHATCRON_FUZZ_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_ENV, "25"))
 LIMIT = 65536

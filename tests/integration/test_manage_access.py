@@ -39,6 +39,8 @@ from scheduler.adapters import CoreDirectory
 from scheduler.decisions import Auth
 from tests.integration.managecli import Cli, ok, refused
 
+pytestmark = pytest.mark.slow  # one admin CLI process per command: left out of `make check`
+
 CLOCK = SystemClock()
 T0 = CLOCK.now() - dt.timedelta(days=1)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from sqlmodel import select
 
@@ -17,6 +18,8 @@ from app.core.db import Database
 from app.core.migrate import upgrade
 from app.core.models import Chat, Project
 from tests.integration.managecli import Cli, cli_env, ok, refused, run_concurrently
+
+pytestmark = pytest.mark.slow  # one admin CLI process per command: left out of `make check`
 
 
 def schema_version(store: Database) -> tuple[set[str], str]:

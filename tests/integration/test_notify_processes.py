@@ -12,6 +12,8 @@ import sys
 import textwrap
 from collections import Counter
 
+import pytest
+
 from app.core.attention.models import AttentionKind
 from app.core.context import Core
 from app.notify import policy
@@ -19,6 +21,8 @@ from tests.integration.apiclient import add_user
 from tests.integration.procs import ROOT
 from tests.integration.receivers import wait_until, webhook_receiver
 from tests.integration.test_notify_outbox import add_event, all_settled, deliveries, webhook
+
+pytestmark = pytest.mark.slow  # real scheduler processes delivering: left out of `make check`
 
 CHILD = textwrap.dedent("""
     import signal, sys, threading

@@ -30,6 +30,8 @@ from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer
 from tests.store import issue_grant, revoke_grant
 
+pytestmark = pytest.mark.slow  # remote-schedule processes against a live API: left out of `make check`
+
 CRON = ["--cron", "0 9 * * 1-5", "--tz", "Europe/Paris"]
 
 

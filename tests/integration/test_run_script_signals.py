@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.apiserver import free_port
 from tests.integration.procs import ROOT
+from tests.isolation import free_port, web_dir
+
+pytestmark = pytest.mark.slow  # `make run` with a production build, four times: left out of `make check`
 
 UP_WITHIN = 240.0  # seconds: setup check, migrate, seed, production build on a busy 2-core machine
 GONE_WITHIN = 30.0  # seconds: an upper bound, not a timing claim (the script kills after 15 s)
@@ -81,16 +83,23 @@ def _healthy(port: int) -> bool:
         return False
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT as a terminal's shell leaves it for the command it starts: default. A test run started
+    in the background (CI, `make test &`) inherits SIGINT ignored, and the child would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(command: list[str], tmp_path: Path, until_up: bool = True) -> tuple[subprocess.Popen, int]:
     """Start ``command`` in its own session; return once it serves (or, without ``until_up``, as
     soon as its web process exists: the production build is still running)."""
     port = free_port()
-    env = {**os.environ, "CHATCRON_DATA_DIR": str(tmp_path / "data"), "CHATCRON_PORT": str(port)}
+    env = {**os.environ, "CHATCRON_DATA_DIR": str(tmp_path / "data"), "CHATCRON_PORT": str(port),
+           "REFLEX_WEB_WORKDIR": str(web_dir("run"))}  # this worker's build folder, never the checkout's .web
     for name in ("CHATCRON_DATABASE_URL", "CHATCRON_API_URL"):
         env.pop(name, None)
     log = (tmp_path / "run.log").open("wb")
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_as_from_a_terminal)
     deadline = time.monotonic() + UP_WITHIN
     while not (_healthy(port) if until_up else _web_started(proc.pid)):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -110,6 +119,7 @@ def _cleanup(started: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.serial  # the whole product under `make run`, stopped against deadlines: alone on the machine
 @pytest.mark.parametrize(("command", "how", "up"), [
     (["bash", "scripts/run.sh"], "term", True),
     (["make", "--no-print-directory", "run"], "term", True),

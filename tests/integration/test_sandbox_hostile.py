@@ -28,8 +28,11 @@ from app.core.sandbox import probe
 from app.core.workspace import ASSETS, ASSETS_DIR
 from app.schedules.model import ScheduledTask, TaskStatus
 from tests.conftest import agent_script, make_core, open_tmp, with_settings
-from tests.integration.apiserver import ApiServer, free_port
-from tests.integration.fenced import CANARY, HOSTILE, Fenced, build, host_processes, marker
+from tests.integration.apiserver import ApiServer
+from tests.integration.fenced import CANARY, HOSTILE, Fenced, build, host_processes, left_behind, marker
+from tests.isolation import free_port
+
+pytestmark = pytest.mark.slow  # hostile agents in the sandbox: left out of `make check`
 
 MAX_PROCS, MAX_MEMORY, MAX_FILE = 64, 256 << 20, 8 << 20
 OPENAI_KEY = "sk-hostile-canary-4f1c"
@@ -132,7 +135,7 @@ def test_on_the_host_every_process_of_the_agent_is_the_agent_uid(fenced: Fenced)
     assert len(processes) >= 3, processes
     assert {(s["Uid"], s["Gid"]) for s in processes.values()} == {("65534\t65534\t65534\t65534",) * 2}
     assert {s["CapEff"] for s in processes.values()} == {"0000000000000000"}
-    assert list(host_processes(fenced.marker)) == [], "a process of the agent outlived its turn"
+    assert left_behind(fenced.marker) == [], "a process of the agent outlived its turn"
 
 
 # -- limits ---------------------------------------------------------------------------------------
@@ -153,7 +156,7 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_the_server_keeps_serving(fen
         f"command exited with 1 (sandbox limit reached: processes, CHATCRON_AGENT_MAX_PROCS={MAX_PROCS}): "), \
         result.error
     assert "Resource temporarily unavailable" in result.error
-    assert list(host_processes(fenced.marker)) == []
+    assert left_behind(fenced.marker) == []
 
 
 def test_a_memory_hog_stops_at_the_memory_limit(fenced: Fenced) -> None:
@@ -228,6 +231,7 @@ def test_a_fires_agent_can_only_complete_its_own_task(fenced: Fenced) -> None:
 
 TAMPER = """
 import os, sys
+
 order = next(line for line in sys.stdin.read().splitlines() if line.startswith("hostile:"))
 if not order.startswith("hostile:tamper"):
     sys.exit(0)

@@ -36,6 +36,8 @@ from tests.integration.procs import SchedulerProc, Schedulers, schedulers, wait_
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
 
+pytestmark = pytest.mark.slow  # real scheduler processes, signals and heartbeats: left out of `make check`
+
 LEASE = 3  # CHATCRON_RUN_LEASE_SECONDS of every process here: the loop beats every second
 HOUR = 3600
 BUSY_CHAT = "the chat was busy with another turn"

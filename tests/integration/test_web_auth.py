@@ -21,6 +21,8 @@ from app.core.errors import InvalidCredentials, InvalidInput
 from app.core.models import ApiToken, SessionKind, User, WebSession
 from tests.integration.apiclient import BROWSER_NONCE, add_user, client_for, login_ticket, table_contents
 
+pytestmark = pytest.mark.slow  # real argon2 hashing at every registration and login: left out of `make check`
+
 PASSWORD = "password-1"  # what add_user's pre-computed hash verifies
 
 

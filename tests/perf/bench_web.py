@@ -39,8 +39,9 @@ from app.core import auth, chats, runs
 from app.core.models import Event, EventType, Run, RunSource, RunStatus
 from app.schedules.service import Actor, TaskService
 from tests import store
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, free_port
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy
 from tests.integration.procs import ROOT, Schedulers, wait_for
+from tests.isolation import free_port
 from tests.perf.bench_burst import make_tasks
 from tests.perf.common import Bench, emit, main_for, median, percentile, prepared
 

@@ -13,7 +13,6 @@ import datetime as dt
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 import app.core
+from tests.isolation import free_port
 
 CLI = Path(app.core.__file__).resolve().parent / "agent_assets" / "remote-schedule"
 TOKEN = "ccg_test-token"
@@ -478,12 +478,6 @@ def test_url_that_is_not_http_exits_3() -> None:
     result = run("list", url="127.0.0.1:3000")
     assert result.returncode == 3
     assert "SCHEDULE_API_URL='127.0.0.1:3000' is not an http(s) URL" in result.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_api_exits_1_naming_the_url() -> None:
