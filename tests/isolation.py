@@ -81,12 +81,19 @@ def _with_database(url: str, database: str) -> str:
     return urlunsplit(parts._replace(path="/" + database))
 
 
-def _admin_engine(url: str):
+def _as_admin(url: str, *statements: str) -> None:
+    """Run statements that cannot run in a transaction (CREATE/DROP DATABASE) on ``url``'s server."""
     import sqlalchemy as sa
 
     from app.core.db import normalize_url
 
-    return sa.create_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
+    engine = sa.create_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            for statement in statements:
+                conn.exec_driver_sql(statement)
+    finally:
+        engine.dispose()
 
 
 def create_worker_database(base_url: str) -> str:
@@ -97,24 +104,13 @@ def create_worker_database(base_url: str) -> str:
     """
     base_name = urlsplit(base_url).path.lstrip("/") or "postgres"
     name = f"{base_name}_{worker_id()}_{os.getpid()}".lower()
-    engine = _admin_engine(base_url)
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    finally:
-        engine.dispose()
+    _as_admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
     return _with_database(base_url, name)
 
 
 def drop_worker_database(base_url: str, worker_url: str) -> None:
     name = urlsplit(worker_url).path.lstrip("/")
-    engine = _admin_engine(base_url)
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        engine.dispose()
+    _as_admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextlib.contextmanager
