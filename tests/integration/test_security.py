@@ -35,8 +35,6 @@ from tests.conftest import agent_script, make_core, with_settings
 from tests.integration import test_agent_scope_matrix as matrix
 from tests.integration.apiclient import BROWSER_NONCE, add_user, bearer, client_for, login_ticket, table_contents
 
-pytestmark = pytest.mark.slow  # real argon2 hashing at every login and attempt windows: left out of `make check`
-
 PASSWORD = "password-1"  # what add_user's users log in with
 LOCKED = "Too many failed logins; try again in 15 minutes."
 
