@@ -1,1 +1,1 @@
-"""chatcron web application and shared domain (``app.core``)."""
+"""chatcron: the web application and the rooms both processes share (docs/ARCHITECTURE.md)."""

@@ -6,14 +6,17 @@ import os
 
 import reflex as rx
 
+from app import wiring
 from app.api import behind_proxies, create_api, only_from
+from app.attention.notify import running as deliverer
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
-from app.notify import running as deliverer
 from app.ui import guard
 from app.ui.pages import chat, inbox, index, login, not_found, notifications, schedules
 from app.ui.state.login import LoginState
+
+wiring.install()  # the core's ports: the agents' and the attention rooms (app/wiring.py)
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
 # A websocket frame may carry the longest prompt (JSON may double it) and little else; a bigger one

@@ -11,15 +11,16 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+from app.agents.cli import presets
+from app.agents.providers.registry import checked_settings
 from app.core import accounts, auth, chats, projects
-from app.core.agents import presets
 from app.core.config import PROVIDERS, ConfigError
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
-from app.core.providers.registry import checked_settings
 from app.schedules.service import forget_chats
+from app.wiring import build_core
 
 MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
 DEMO_EMAIL = "demo@example.com"

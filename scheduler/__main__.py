@@ -17,12 +17,13 @@ import time
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from app.attention.notify.deliverer import Deliverer
 from app.core.clock import UTC
 from app.core.config import ConfigError, Settings, load_settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.turns import instance_id
 from app.core.wake import DatabaseWaker, WakeListener
-from app.notify.deliverer import Deliverer
+from app.wiring import build_core
 from scheduler import claims
 from scheduler import decisions as d
 from scheduler.adapters import CoreDirectory, PromptExecutor

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
+from app.core import attention_events as attention
 from app.core import envelope
-from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind
+from app.core.attention_tables import AttentionKind
 from app.core.db import Database
 from app.core.models import Chat, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger

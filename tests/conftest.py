@@ -21,13 +21,17 @@ import pytest
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 
+from app import wiring
 from app.core import auth
 from app.core.clock import FakeClock, SystemClock
 from app.core.config import Settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.db import normalize_url
 from app.core.migrate import upgrade
+from app.wiring import build_core
 from tests import isolation, schema
+
+wiring.install()  # the core's ports, as every composition root does (app/wiring.py)
 
 PG_ENV = isolation.PG_ENV
 _PG_KEY = pytest.StashKey[tuple[str, str]]()

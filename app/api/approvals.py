@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, StrictStr
 
 from app.api.deps import Id, core_of, current_user
-from app.core.attention import approvals
+from app.attention import approvals
 from app.core.context import Core
 from app.core.models import User
 

@@ -8,11 +8,10 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from app.api.deps import MAX_ID, Digits, core_of, current_user
-from app.core.attention import reads
+from app.attention import inbox, reads
 from app.core.context import Core
 from app.core.errors import InvalidInput
 from app.core.models import User
-from app.inbox import service as inbox
 
 router = APIRouter(prefix="/api")
 CoreDep = Annotated[Core, Depends(core_of)]

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import Id, core_of, current_user
+from app.attention.notify import channels
 from app.core.context import Core
 from app.core.models import User
-from app.notify import channels
 
 router = APIRouter(prefix="/api/notification-channels")
 CoreDep = Annotated[Core, Depends(core_of)]
@@ -18,7 +18,7 @@ UserDep = Annotated[User, Depends(current_user)]
 
 
 class ChannelIn(BaseModel):
-    # Values are checked by app.notify.channels (400 naming the field, never a 500 or a 422)
+    # Values are checked by app.attention.notify.channels (400 naming the field, never a 500 or a 422)
     model_config = ConfigDict(extra="allow")
 
     kind: Any = None

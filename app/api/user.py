@@ -8,11 +8,12 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
+from app.agents import sandbox
 from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
-from app.core import chats, projects, runs, sandbox
-from app.core.attention import reads
+from app.attention import reads
+from app.core import chats, projects, runs
 from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound

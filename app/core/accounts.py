@@ -30,7 +30,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from app.core.attention.models import Approval, AttentionEvent, ChatRead, Delivery, InboxRead, NotificationChannel
+from app.core.attention_tables import Approval, AttentionEvent, ChatRead, Delivery, InboxRead, NotificationChannel
 from app.core.auth import normalize_email
 from app.core.clock import Clock
 from app.core.db import Database

@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from app.core import sandbox
+from app.core import ports
 from app.core.clock import Clock, SystemClock
 from app.core.config import Settings, load_settings
 from app.core.db import Database
 from app.core.prompt import PromptService
-from app.core.providers.registry import make_provider_factory
 
 
 @dataclasses.dataclass
@@ -22,13 +21,14 @@ class Core:
 
 
 def build_core(settings: Settings | None = None, clock: Clock | None = None) -> Core:
-    """Wire the core for this process (reads the environment only when ``settings`` is None)."""
+    """Wire the core for this process (reads the environment only when ``settings`` is None) on the
+    ports ``app.wiring.install`` plugged in."""
     settings = settings or load_settings()
     clock = clock or SystemClock()
-    sandbox.prepare_data_dir(settings)  # before the database opens: its file is made 0600
-    sandbox.log_mode(settings)
+    agents = ports.agents()
+    agents.prepare(settings)  # before the database opens: its file is made 0600
     db = Database(settings.db_url)
-    prompts = PromptService(db, clock, settings, make_provider_factory(settings))
+    prompts = PromptService(db, clock, settings, agents.providers(settings), agents=agents, desk=ports.desk())
     return Core(settings=settings, clock=clock, db=db, prompts=prompts)
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+from app.core import ports
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound
 from app.core.models import Membership, Project, User
 from app.core.text import clean_name
-from app.core.workspace import ensure_workspace, publish_assets
 
 
 def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User) -> Project:
@@ -24,7 +24,7 @@ def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owne
         s.add(project)
         s.flush()
         s.add(Membership(user_id=owner.id, project_id=project.id, created_at=now))
-    publish_assets(ensure_workspace(workspaces, project.id))
+    ports.agents().new_project(workspaces, project.id)
     return project
 
 

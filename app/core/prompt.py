@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from app.core.attention.waiting import TurnApprovals
 from app.core.chats import SCHEDULED_TASKS, chat_skills, title_from_first_message_in
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -25,7 +24,7 @@ from app.core.db import Database, first_line
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.grants import Scope, issue_grant_in, revoke_grant_in
 from app.core.models import Chat, Project, Run, RunSource, RunStatus, User
-from app.core.providers.base import Provider, ProviderError, TurnRequest
+from app.core.ports import AgentSide, ApprovalDesk, ProviderError, ProviderFactory, TurnRequest
 from app.core.runs import (
     abandon_stale_runs,
     begin_runs,
@@ -35,22 +34,21 @@ from app.core.runs import (
     renew_heartbeats,
     run_outcome_in,
 )
-from app.core.sandbox import hand_over
 from app.core.stops import STOP_POLL_SECONDS, request_stop, requested_stops, stop_error
 from app.core.timers import TIMERS, Workers
 from app.core.turn_writer import TurnWriter
 from app.core.turns import RunHandle, RunResult, Started, TurnSpec, instance_id
-from app.core.workspace import ensure_workspace, publish_assets, skill_text
 
 log = logging.getLogger("chatcron.prompt")
-ProviderFactory = Callable[[Project | None], Provider]
 
 
 class PromptService:
     """Starts turns and keeps their heartbeats alive; safe to use from many threads."""
 
-    def __init__(self, db: Database, clock: Clock, settings: Settings, providers: ProviderFactory) -> None:
+    def __init__(self, db: Database, clock: Clock, settings: Settings, providers: ProviderFactory, *,
+                 agents: AgentSide, desk: ApprovalDesk) -> None:
         self.db, self.clock, self.settings, self.providers = db, clock, settings, providers
+        self.agents, self.desk = agents, desk
         self.instance = instance_id()
         self._handles: dict[int, RunHandle] = {}  # local runs this process renews; not a lock
         self._lock = threading.Lock()
@@ -142,11 +140,10 @@ class PromptService:
             return None
         if project.id in checked:
             return checked[project.id]
-        workspace = ensure_workspace(self.settings.workspaces_dir, project.id)
-        hand_over(self.settings, workspace)  # the agent owns its workspace (sandboxed: its uid)
-        if self._needs_tools(chat, spec):
+        tools = self._needs_tools(chat, spec)
+        workspace, rewritten = self.agents.workspace(self.settings, project.id, tools=tools)
+        if tools:
             checked[project.id] = workspace
-            rewritten = publish_assets(workspace)
             if rewritten:
                 log.warning("action=workspace_assets_rewritten chat_id=%s paths=%s", chat.id, ",".join(rewritten))
         return workspace
@@ -193,8 +190,8 @@ class PromptService:
                 env = {"SCHEDULE_API_URL": self.settings.api_url, "SCHEDULE_API_TOKEN": grant[0]}
                 handle.grant_id = grant[1]
                 if spec.source == RunSource.SCHEDULE:
-                    text = f"{text}\n\n---\n{skill_text()}"
-            asks = TurnApprovals(self.db, self.clock, self.settings.approval_timeout_seconds, chat.id, run.id,
+                    text = f"{text}\n\n---\n{self.agents.skill_text()}"
+            asks = self.desk.for_turn(self.db, self.clock, self.settings.approval_timeout_seconds, chat.id, run.id,
                                  chat.project_id, spec.task_id, spec.owner_id)
             request = TurnRequest(chat_id=chat.id, run_id=run.id, text=text, workspace=workspace, env=env,
                                   session_id=None if spec.fresh_session else chat.provider_session_id,

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from app.core.attention.models import Approval, ApprovalState
+from app.core.attention_tables import Approval, ApprovalState
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound

@@ -14,7 +14,7 @@ from app.core.batching import Batcher
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.models import EventType, Run
-from app.core.providers.base import ProviderError, TurnStream
+from app.core.ports import ProviderError, TurnStream
 from app.core.runs import append_event, append_output
 from app.core.turns import OutputCap, RunHandle
 

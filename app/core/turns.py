@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from app.core.models import Run, RunSource, RunStatus
-from app.core.providers.base import Usage
+from app.core.ports import Usage
 
 
 def instance_id() -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.core.attention.models import Notify
+from app.core.attention_tables import Notify
 from app.core.models import instant
 from app.schedules.spec import Schedule, parse_schedule
 

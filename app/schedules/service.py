@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
+from app.core import attention_events as attention
 from app.core import chats as chat_service
-from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind, Notify
+from app.core.attention_tables import AttentionKind, Notify
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database

@@ -1,6 +1,6 @@
 """The UI's door to the inbox and read state: records shaped for the page, and blocking calls
-(states call them through ``asyncio.to_thread``). Rules live in :mod:`app.inbox.service` and
-:mod:`app.core.attention.reads`; this module only adapts."""
+(states call them through ``asyncio.to_thread``). Rules live in :mod:`app.attention.inbox` and
+:mod:`app.attention.reads`; this module only adapts."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import threading
 import time
 from typing import Any
 
-from app.core.attention import approvals, reads
+from app.attention import approvals, inbox, reads
 from app.core.context import get_core
 from app.core.models import User
-from app.inbox import service as inbox
 from app.ui import tasks
 from app.ui.usage import usage_line
 

@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.core.attention.models import Notify
+from app.core.attention_tables import Notify
 from app.core.errors import InvalidInput
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant

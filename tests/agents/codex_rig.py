@@ -14,10 +14,10 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from app.agents.workspace import agent_home, workspace_path
 from app.core import chats, projects
 from app.core.chats import SCHEDULED_TASKS
 from app.core.config import Settings
-from app.core.workspace import agent_home, workspace_path
 from app.schedules.model import ScheduledTask
 from tests.agents.responses_server import ResponsesServer
 from tests.agents.rig import AGENT_LEASE_SECONDS, AgentRig, agents_dir

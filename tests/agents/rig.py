@@ -15,13 +15,13 @@ from pathlib import Path
 from sqlmodel import select
 
 import app
+from app.agents.cli import presets
+from app.agents.providers.registry import ProviderFactory
 from app.core import chats, projects
-from app.core.agents import presets
 from app.core.chats import SCHEDULED_TASKS
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Chat, Event, Run, User
-from app.core.providers.registry import ProviderFactory
 from tests.agents.anthropic_server import AnthropicServer
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user

@@ -141,7 +141,7 @@ def expect_shown(stamp: Locator, instant: dt.datetime, zone: str) -> None:
 def check_times(events: Locator, zone: str) -> None:
     """Every event has one <time> whose datetime is an instant of the last minute, shown in ``zone``."""
     now = dt.datetime.now(dt.UTC)
-    assert events.count() > 0
+    expect(events.first).to_be_visible()  # waits: the transcript may still be re-rendering its rows
     for index in range(events.count()):
         stamp = events.nth(index).get_by_test_id("event-time")
         expect(stamp).to_have_count(1)

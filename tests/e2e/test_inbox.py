@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.attention import approvals
+from app.core import attention_events as attention
 from app.core import auth
-from app.core.attention import approvals
-from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind
+from app.core.attention_tables import AttentionKind
 from app.core.config import load_settings
-from app.core.context import build_core
+from app.wiring import build_core
 from tests.e2e.conftest import Server, api, login, reveal_sidebar
 
 pytestmark = pytest.mark.e2e

@@ -33,11 +33,12 @@ from sqlmodel import select
 from app.core import auth, chats
 from app.core.clock import SystemClock
 from app.core.config import Settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.wake import DatabaseWaker
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
+from app.wiring import build_core
 from scheduler.decisions import ABANDONED_REASON
 from tests.conftest import _drop_schema, _pg_schema_url
 from tests.e2e import multinode as mn

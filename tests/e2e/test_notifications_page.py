@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.notify import policy
+from app.attention.notify import policy
 from tests.e2e.conftest import api, login, reveal_sidebar
 from tests.integration.receivers import webhook_receiver
 

@@ -19,7 +19,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from app.core import auth, chats
 from app.core.config import load_settings
-from app.core.context import build_core
+from app.wiring import build_core
 from tests.e2e.conftest import ROOT, login
 
 pytestmark = pytest.mark.e2e

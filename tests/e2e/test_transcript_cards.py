@@ -21,8 +21,9 @@ from playwright.sync_api import Locator, Page, expect
 
 from app.core import runs
 from app.core.config import load_settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.models import EventType, Run, RunSource, RunStatus
+from app.wiring import build_core
 from tests.e2e.conftest import ROOT, login
 from tests.store import begin_run
 

@@ -13,7 +13,7 @@ import time
 
 from sqlmodel import select
 
-from app.core.attention import approvals, hints
+from app.attention import approvals, hints
 from app.core.clock import SystemClock
 from app.core.db import Database
 from app.core.models import User

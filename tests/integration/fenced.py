@@ -15,12 +15,12 @@ from typing import Any
 
 from sqlmodel import select
 
+from app.agents.workspace import agent_home, workspace_path
 from app.core import chats, projects
 from app.core.chats import SCHEDULED_TASKS
 from app.core.context import Core
 from app.core.models import Run, User
 from app.core.turns import RunHandle, RunResult
-from app.core.workspace import agent_home, workspace_path
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun
 from app.schedules.service import Actor, TaskService
 from tests.integration.apiclient import add_user, table_contents

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.core.attention import approvals, hints
-from app.core.attention.models import Approval
+from app.attention import approvals, hints
+from app.core.attention_tables import Approval
 from app.core.config import Settings
 from app.core.models import RunSource, RunStatus
 from app.schedules.service import Actor, TaskService
@@ -177,7 +177,7 @@ def test_a_hint_from_another_process_wakes_a_waiter_here(settings: Settings) -> 
             event.clear()
             started = time.monotonic()
             await asyncio.to_thread(subprocess.run, [sys.executable, "-c", (
-                "import sys; from app.core.db import Database; from app.core.attention import hints; "
+                "import sys; from app.core.db import Database; from app.attention import hints; "
                 "hints.notify(Database(sys.argv[1]))"), db.url], cwd=ROOT, check=True, timeout=60)
             await asyncio.wait_for(event.wait(), 30)
             return time.monotonic() - started

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from app.agents.providers.acp_turn import LOST_SESSION
 from app.core.config import Settings
 from app.core.models import Chat, Run, RunSource, RunStatus
-from app.core.providers.acp_turn import LOST_SESSION
 from app.core.turns import RunHandle, RunResult
 from app.schedules.model import CreatedBy, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 import pytest
 from sqlmodel import select
 
+from app.agents.providers.acp_turn import LOST_SESSION
 from app.core.config import Settings
 from app.core.models import Run, RunSource, RunStatus
-from app.core.providers.acp_turn import LOST_SESSION
 from app.core.turns import RunHandle, RunResult
 from app.schedules.model import CreatedBy, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from app import manage
+from app.agents.providers.acp import AcpProvider
+from app.agents.providers.acp_agent import WarmAgent
+from app.agents.workspace import agent_home, ensure_workspace
 from app.core import projects
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Project
-from app.core.providers.acp import AcpProvider
-from app.core.providers.acp_agent import WarmAgent
-from app.core.providers.base import TurnRequest
-from app.core.workspace import agent_home, ensure_workspace
+from app.core.ports import TurnRequest
 from tests.agents.rig import TEST_AGENTS_DIR
 from tests.conftest import make_core, run_async, with_settings
 from tests.integration.apiclient import add_user

@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import manage
+from app.agents.cli import presets
 from app.api import create_api
 from app.core import auth, chats, projects
-from app.core.agents import presets
 from app.core.context import Core
 from app.core.errors import InvalidInput
 from app.core.models import Project

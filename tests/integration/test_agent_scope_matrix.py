@@ -29,13 +29,13 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from app.agents.workspace import ASSETS_DIR
 from app.api import create_api
 from app.core import auth, chats, grants, projects
 from app.core.clock import FakeClock, rfc3339
 from app.core.context import Core
 from app.core.grants import PREFIX, Scope, resolve_grant
 from app.core.models import Grant, User
-from app.core.workspace import ASSETS_DIR
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
 from tests.conftest import database_core

@@ -12,10 +12,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from app.agents.providers.demo import reply_for
 from app.core import auth, chats, projects, runs
 from app.core.context import Core
 from app.core.models import ApiToken, RunSource, RunStatus, User
-from app.core.providers.demo import reply_for
 from tests import store
 from tests.conftest import database_core, make_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, row_counts, table_contents

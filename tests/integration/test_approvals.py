@@ -14,9 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from app.attention import approvals
 from app.core import auth, chats, projects, runs
-from app.core.attention import approvals
-from app.core.attention.models import ApprovalState, AttentionEvent
+from app.core.attention_tables import ApprovalState, AttentionEvent
 from app.core.clock import FakeClock
 from app.core.context import Core
 from app.core.errors import Conflict, InvalidInput, NotFound

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from sqlmodel import select
 
-from app.core.attention.models import AttentionEvent
+from app.core.attention_tables import AttentionEvent
 from app.schedules.model import ScheduledTask, SchedulerInstance
 from app.schedules.service import Actor
 from scheduler import claims

@@ -20,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from app.agents.providers.demo import reply_for
 from app.core import chats
 from app.core.context import Core
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Event, Run, RunStatus, User
-from app.core.providers.demo import reply_for
 from app.core.turns import RunHandle, RunResult, TurnSpec
 from app.schedules.model import ScheduledTask, TaskRun
 from scheduler.loop import CLAIM_BATCH

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from app.agents.workspace import ASSETS_DIR, workspace_path
 from app.core import chats, projects
 from app.core.auth import digest
 from app.core.chats import SCHEDULED_TASKS
@@ -33,9 +34,8 @@ from app.core.context import Core
 from app.core.errors import Unauthorized
 from app.core.grants import Scope, resolve_grant
 from app.core.models import Event, Grant, Run, RunSource, RunStatus, User
-from app.core.providers.base import Emit, Provider, TurnRequest
+from app.core.ports import Emit, Provider, TurnRequest
 from app.core.turns import RunHandle, RunResult
-from app.core.workspace import ASSETS_DIR, workspace_path
 from app.schedules.model import CreatedBy, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop

@@ -9,14 +9,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_api
+from app.attention import approvals, inbox, reads
+from app.core import attention_events as attention
 from app.core import auth, chats, projects, runs
-from app.core.attention import approvals, reads
-from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind
+from app.core.attention_tables import AttentionKind
 from app.core.context import Core
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.wake import NullWaker
-from app.inbox import service as inbox
 from app.schedules.service import Actor, TaskService
 from tests.store import begin_run, finish_run
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.attention.notify import outbox
 from app.core import auth, chats, projects
 from app.core.context import Core
 from app.core.grants import Scope
-from app.notify import outbox
 from tests.conftest import database_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for, table_contents
 from tests.store import issue_grant

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.notify import channels, policy
-from app.notify.deliverer import Deliverer, DelivererConfig
-from app.notify.senders import send_webhook
+from app.attention.notify import channels, policy
+from app.attention.notify.deliverer import Deliverer, DelivererConfig
+from app.attention.notify.senders import send_webhook
 from tests.integration.receivers import wait_until, webhook_receiver
 from tests.integration.test_notify_outbox import deliveries
 

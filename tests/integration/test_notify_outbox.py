@@ -14,15 +14,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import select
 
+from app.attention.notify import channels, outbox, policy
+from app.attention.notify.deliverer import Deliverer, DelivererConfig
+from app.attention.notify.senders import send_webhook
+from app.core import attention_events as attention
 from app.core import chats, projects
-from app.core.attention import events as attention
-from app.core.attention.models import AttentionKind, Delivery, DeliveryState, NotificationChannel
+from app.core.attention_tables import AttentionKind, Delivery, DeliveryState, NotificationChannel
 from app.core.context import Core
 from app.core.db import Database
 from app.core.models import Run, User
-from app.notify import channels, outbox, policy
-from app.notify.deliverer import Deliverer, DelivererConfig
-from app.notify.senders import send_webhook
 from tests.conftest import with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.receivers import smtp_server, wait_until, webhook_receiver

@@ -14,9 +14,9 @@ from collections import Counter
 
 import pytest
 
-from app.core.attention.models import AttentionKind
+from app.attention.notify import policy
+from app.core.attention_tables import AttentionKind
 from app.core.context import Core
-from app.notify import policy
 from tests.integration.apiclient import add_user
 from tests.integration.procs import ROOT
 from tests.integration.receivers import wait_until, webhook_receiver
@@ -28,7 +28,7 @@ CHILD = textwrap.dedent("""
     import signal, sys, threading
     from app.core.clock import SystemClock
     from app.core.db import Database
-    from app.notify.deliverer import Deliverer, DelivererConfig
+    from app.attention.notify.deliverer import Deliverer, DelivererConfig
     db = Database(sys.argv[1])
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from app.core import auth, chats, projects, sandbox
+from app.agents import sandbox
+from app.agents.providers.command import CommandProvider
+from app.agents.workspace import agent_home, ensure_workspace
+from app.core import auth, chats, projects
 from app.core.config import Settings
 from app.core.models import Project, RunStatus
-from app.core.providers.base import ProviderError, TurnRequest
-from app.core.providers.command import CommandProvider
-from app.core.workspace import agent_home, ensure_workspace
+from app.core.ports import ProviderError, TurnRequest
 from tests.conftest import SYSTEM_PYTHON, agent_script, make_core, with_settings
 
 DEADLINE = 20.0  # a test that would hang fails through cancel after this long instead
@@ -305,8 +306,8 @@ def test_a_turn_through_the_prompt_service_records_the_output(settings: Settings
         project, chat = _chat(core, core.settings.workspaces_dir)
         result = core.prompts.start(chat.id, "hi there").wait(DEADLINE)
         assert result is not None and result.status == RunStatus.SUCCEEDED, result
-        workspace = os.path.basename(projects.ensure_workspace(core.settings.workspaces_dir, project.id))
-        assert result.output == f"echo: hi there\nin {workspace}\n"
+        folder = os.path.basename(ensure_workspace(core.settings.workspaces_dir, project.id))
+        assert result.output == f"echo: hi there\nin {folder}\n"
     finally:
         core.prompts.shutdown(2.0)
         core.db.dispose()

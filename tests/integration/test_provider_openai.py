@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from app.core.providers.base import ProviderError, TurnRequest, TurnStream, Usage
-from app.core.providers.openai import OpenAIConfig, OpenAIProvider
+from app.agents.providers.openai import OpenAIConfig, OpenAIProvider
+from app.core.ports import ProviderError, TurnRequest, TurnStream, Usage
 
 DEADLINE = 20.0
 

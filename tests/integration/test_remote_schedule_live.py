@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from app.agents.workspace import ASSETS_DIR, workspace_path
 from app.core import chats, projects
 from app.core.context import Core
 from app.core.grants import Scope
 from app.core.models import User
-from app.core.workspace import ASSETS_DIR, workspace_path
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService
 from tests.integration.apiclient import add_user

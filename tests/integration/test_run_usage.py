@@ -13,7 +13,7 @@ from app.api import create_api
 from app.core import auth, chats, projects
 from app.core.context import Core
 from app.core.models import Chat, Event, EventType, Run
-from app.core.providers.base import Emit, ProviderError, TurnRequest, Usage, stream_of
+from app.core.ports import Emit, ProviderError, TurnRequest, Usage, stream_of
 
 
 class ReportingProvider:

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.core import sandbox
+from app.agents import sandbox
+from app.agents.sandbox import probe
+from app.agents.workspace import ASSETS, ASSETS_DIR
 from app.core.config import Settings
 from app.core.models import RunSource, RunStatus
-from app.core.sandbox import probe
-from app.core.workspace import ASSETS, ASSETS_DIR
 from app.schedules.model import ScheduledTask, TaskStatus
 from tests.conftest import agent_script, make_core, open_tmp, with_settings
 from tests.integration.apiserver import ApiServer

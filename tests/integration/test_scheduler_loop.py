@@ -17,11 +17,11 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import select
 
+from app.agents.providers.demo import reply_for
 from app.core import chats, projects
 from app.core.clock import UTC, FakeClock
 from app.core.context import Core
 from app.core.models import Event, Membership, Run, RunSource, RunStatus, User
-from app.core.providers.demo import reply_for
 from app.core.turns import RunHandle
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus
 from app.schedules.service import Actor, TaskService

@@ -21,6 +21,7 @@ from alembic import command
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from app.agents.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
 from app.api import create_api
 from app.core import auth, chats, grants, projects
 from app.core.clock import FakeClock
@@ -28,7 +29,6 @@ from app.core.config import Settings, load_settings
 from app.core.context import Core
 from app.core.migrate import alembic_config
 from app.core.models import ApiToken, Grant, LoginAttempt, RunSource, RunStatus, User
-from app.core.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
 from app.schedules.service import Actor
 from tests import store
 from tests.conftest import agent_script, make_core, with_settings

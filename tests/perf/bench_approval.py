@@ -28,7 +28,7 @@ import time
 
 from sqlmodel import select
 
-from app.core.attention import approvals
+from app.attention import approvals
 from app.core.models import Event, RunStatus
 from tests.agents.anthropic_server import AnthropicServer, bash, text
 from tests.agents.rig import ROOT, AgentRig, build_rig

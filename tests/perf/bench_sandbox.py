@@ -17,9 +17,10 @@ from pathlib import Path
 
 from app.core import auth, chats, projects
 from app.core.config import Settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.migrate import upgrade
 from app.core.models import RunStatus
+from app.wiring import build_core
 from tests.conftest import open_tmp
 from tests.perf.bench_scheduler import _database
 from tests.perf.common import emit, main_for, median, percentile

@@ -34,13 +34,14 @@ from sqlmodel import func, select
 
 from app.core import auth, chats, projects
 from app.core.config import Settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.db import normalize_url
 from app.core.migrate import upgrade
 from app.core.models import User
 from app.core.wake import DatabaseWaker
 from app.schedules.model import ScheduledTask, TaskRun
 from app.schedules.service import Actor, TaskService
+from app.wiring import build_core
 from tests.integration.procs import Schedulers, wait_for
 
 PG_ENV = "CHATCRON_TEST_POSTGRES_URL"

@@ -15,10 +15,10 @@ import time
 
 from sqlmodel import select
 
+from app.attention.notify import channels
 from app.core import chats
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from app.notify import channels
 from app.schedules.model import ScheduledTask, TaskRun
 from app.schedules.service import Actor, TaskService
 from tests.integration.procs import Schedulers

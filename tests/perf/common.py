@@ -18,9 +18,10 @@ from pathlib import Path
 
 from app.core import auth, projects
 from app.core.config import Settings
-from app.core.context import Core, build_core
+from app.core.context import Core
 from app.core.migrate import upgrade
 from app.core.models import User
+from app.wiring import build_core
 from tests.perf.bench_scheduler import PG_ENV, _database, _percentile
 
 __all__ = ["PG_ENV", "Bench", "databases", "emit", "main_for", "median", "percentile", "prepared"]

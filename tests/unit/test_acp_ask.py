@@ -16,7 +16,7 @@ from pathlib import Path
 
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from app.core.providers.acp_client import AgentClient, TurnSink
+from app.agents.providers.acp_client import AgentClient, TurnSink
 from tests.conftest import run_async
 
 OPTIONS = [PermissionOption(option_id="allow_always", name="Always Allow", kind="allow_always"),

@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.clock import UTC
-from app.core.config import Settings
-from app.core.models import Project
-from app.core.providers.acp_events import (
+from app.agents.providers.acp_events import (
     INPUT_MAX_BYTES,
     OUTPUT_MAX_BYTES,
     ToolCalls,
@@ -21,8 +18,11 @@ from app.core.providers.acp_events import (
     is_remote_schedule,
     plan_json,
 )
-from app.core.providers.base import ProviderError
-from app.core.providers.registry import acp_config, project_settings
+from app.agents.providers.registry import acp_config, project_settings
+from app.core.clock import UTC
+from app.core.config import Settings
+from app.core.models import Project
+from app.core.ports import ProviderError
 
 WORKSPACE = Path("/data/workspaces/7")
 NOW = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

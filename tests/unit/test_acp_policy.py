@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from app.core.providers.acp_events import ToolCalls
-from app.core.providers.acp_policy import Choice, choose, outcome_of
+from app.agents.providers.acp_events import ToolCalls
+from app.agents.providers.acp_policy import Choice, choose, outcome_of
 
 CLAUDE = [{"option_id": "allow_always", "name": "Always Allow", "kind": "allow_always"},
           {"option_id": "allow", "name": "Allow", "kind": "allow_once"},

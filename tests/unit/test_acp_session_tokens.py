@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import types
 
-from app.core.providers.acp_client import TurnSink
-from app.core.providers.acp_turn import _usage
-from app.core.providers.base import Usage
+from app.agents.providers.acp_client import TurnSink
+from app.agents.providers.acp_turn import _usage
+from app.core.ports import Usage
 
 
 def sink(cost: float | None = None) -> TurnSink:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from app.core.providers.base import ProviderError, TurnRequest
-from app.core.providers.demo import MARKER, DemoProvider, directives, reply_for
+from app.agents.providers.demo import MARKER, DemoProvider, directives, reply_for
+from app.core.ports import ProviderError, TurnRequest
 
 
 def _request(text: str) -> TurnRequest:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.agents import codex
+from app.agents.cli import codex
+from app.agents.sandbox import hand_over_written
 from app.core.config import Settings
-from app.core.sandbox import hand_over_written
 
 AGENT = 54321
 

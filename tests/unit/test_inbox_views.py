@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.attention.inbox import MAX_LIMIT, Page
 from app.core.errors import InvalidInput
-from app.inbox.service import MAX_LIMIT, Page
 from app.ui import inbox as views
 
 

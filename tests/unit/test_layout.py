@@ -77,7 +77,8 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert cycles == [], f"modules on an import cycle: {cycles}"
 
 
-@pytest.mark.parametrize("root", ["app.app", "app.api", "app.ui", "app.schedules", "app.core", "app.manage"])
+@pytest.mark.parametrize("root", ["app.app", "app.api", "app.ui", "app.schedules", "app.core", "app.agents",
+                                  "app.attention", "app.manage"])
 def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) -> None:
     reached = {root} | _closure(root)
     for name in [m for m in MODULES if m.startswith(root + ".")]:
@@ -85,39 +86,50 @@ def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) 
     assert sorted(m for m in reached if m.split(".")[0] == "scheduler") == []
 
 
-def test_the_core_imports_no_outer_layer() -> None:
-    outer = ("app.api", "app.ui", "app.schedules", "app.notify", "scheduler")
+# Each room and what it may not import (docs/ARCHITECTURE.md "Rooms"): the arrows run one way,
+# agents → core, attention → core and schedules, schedules → core, scheduler → core and schedules,
+# api / ui → all of them; only the composition roots reach ``app.wiring``.
+FORBIDDEN = {
+    "app.core": ("app.agents", "app.attention", "app.schedules", "app.api", "app.ui", "app.wiring",
+                 "app.manage", "app.app", "scheduler"),
+    "app.agents": ("app.attention", "app.schedules", "app.api", "app.ui", "app.wiring", "app.manage",
+                   "app.app", "scheduler"),
+    "app.attention": ("app.agents", "app.api", "app.ui", "app.wiring", "app.manage", "app.app", "scheduler"),
+    "app.attention.notify": ("app.schedules",),  # both processes run a deliverer: the core is enough
+    "app.schedules": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage",
+                      "app.app", "scheduler"),
+    "app.api": ("app.wiring", "app.manage", "app.app", "scheduler"),
+    "app.ui": ("app.wiring", "app.manage", "app.app", "scheduler"),
+    "scheduler": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage", "app.app"),
+}
+COMPOSITION_ROOTS = {"app.app", "app.manage", "scheduler.__main__"}
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+@pytest.mark.parametrize("room", sorted(FORBIDDEN))
+def test_each_room_imports_only_what_its_arrows_allow(room: str) -> None:
     bad = sorted(
         f"{name} → {dep}"
         for name, deps in GRAPH.items()
-        if name.startswith("app.core")
+        if _in(name, room) and name not in COMPOSITION_ROOTS
         for dep in deps
-        if dep.startswith(outer)
+        if any(_in(dep, forbidden) for forbidden in FORBIDDEN[room])
     )
     assert bad == []
 
 
-def test_notification_delivery_needs_only_the_core() -> None:
-    """Both processes run a deliverer: it may lean on app.core alone (SPEC §13)."""
-    bad = sorted(
-        f"{name} → {dep}"
-        for name, deps in GRAPH.items()
-        if name.startswith("app.notify")
-        for dep in deps
-        if dep.startswith(("app.api", "app.ui", "app.schedules", "scheduler"))
-    )
-    assert bad == []
+def test_every_composition_root_wires_the_ports() -> None:
+    assert sorted(root for root in COMPOSITION_ROOTS if "app.wiring" not in GRAPH[root]) == []
+    assert sorted(name for name, deps in GRAPH.items() if "app.wiring" in deps) == sorted(COMPOSITION_ROOTS)
 
 
-def test_the_schedule_domain_imports_no_web_layer() -> None:
-    bad = sorted(
-        f"{name} → {dep}"
-        for name, deps in GRAPH.items()
-        if name.startswith("app.schedules")
-        for dep in deps
-        if dep.startswith(("app.api", "app.ui", "scheduler"))
-    )
-    assert bad == []
+def test_the_core_holds_a_quarter_of_the_product_at_most() -> None:
+    def lines(prefix: tuple[str, ...]) -> int:
+        return sum(len(path.read_text().splitlines()) for name, path in MODULES.items() if name.startswith(prefix))
+    assert lines(("app.core",)) <= lines(("app.", "scheduler")) / 4
 
 
 def test_no_module_is_over_the_size_limit() -> None:

@@ -1,4 +1,4 @@
-"""The pure rules of notification delivery (app/notify/policy.py) and the task notify setting."""
+"""The pure rules of notification delivery (app/attention/notify/policy.py) and the task notify setting."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from app.core.attention.events import pushes
-from app.core.attention.models import AttentionKind, DeliveryState
+from app.attention.notify import policy
+from app.core.attention_events import pushes
+from app.core.attention_tables import AttentionKind, DeliveryState
 from app.core.config import ConfigError, load_settings, parse_smtp_url
-from app.notify import policy
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC)
 FAIL = policy.Outcome(False, 503, "HTTP 503 Service Unavailable")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.agents import codex
-from app.core.agents.presets import PRESETS
+from app.agents.cli import codex
+from app.agents.cli.presets import PRESETS
 from app.core.errors import InvalidInput
 
 BINARY = Path("node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.agents import gemini, opencode
-from app.core.agents.presets import PRESETS
+from app.agents.cli import gemini, opencode
+from app.agents.cli.presets import PRESETS
 
 
 def test_pins() -> None:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from app.core import sandbox
+from app.agents import sandbox
+from app.agents.providers.command import CommandProvider, LineSplitter
+from app.agents.providers.demo import DemoProvider
+from app.agents.providers.openai import OpenAIProvider, SseDecoder, build_messages, is_done, parse_chunk
+from app.agents.providers.registry import make_provider_factory
 from app.core.config import Settings
 from app.core.models import Project
-from app.core.providers.base import ProviderError
-from app.core.providers.command import CommandProvider, LineSplitter
-from app.core.providers.demo import DemoProvider
-from app.core.providers.openai import OpenAIProvider, SseDecoder, build_messages, is_done, parse_chunk
-from app.core.providers.registry import make_provider_factory
+from app.core.ports import ProviderError
 
 SERVER_URL = "https://llm.example.test/v1"
 

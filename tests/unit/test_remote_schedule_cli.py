@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-import app.core
+from app.agents.workspace import ASSETS_DIR
 from tests.isolation import free_port
 
-CLI = Path(app.core.__file__).resolve().parent / "agent_assets" / "remote-schedule"
+CLI = ASSETS_DIR / "remote-schedule"
 TOKEN = "ccg_test-token"
 UTC = dt.UTC
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.workspace import ensure_workspace, workspace_path
+from app.agents.workspace import ensure_workspace, workspace_path
 
 ESCAPING = [0, -1, True, False, "../x", "1", 1.0, None]
 

@@ -1,6 +1,6 @@
 """What an empty chat says (``empty-chat-help``): what to type, and how to get a first schedule.
 
-The directives are those of the demo agent (app/core/providers/demo.py), the provider of a fresh
+The directives are those of the demo agent (app/agents/providers/demo.py), the provider of a fresh
 install; a real agent ignores them and simply answers. The schedule part shows in project chats
 only, the ones with a Schedules button.
 """

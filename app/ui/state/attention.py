@@ -1,7 +1,7 @@
 """Unread counts in the sidebar (the inbox's and each chat's), kept live in every open page, and
 the browser notifications of new attention events (SPEC §13).
 
-One watcher per tab polls :func:`app.core.attention.reads.change_mark` every ``POLL_SECONDS``:
+One watcher per tab polls :func:`app.attention.reads.change_mark` every ``POLL_SECONDS``:
 three index-only reads, the same for every user, shared by the worker's tabs. Only when the mark
 moved (a turn started or finished, a draft or an approval appeared somewhere) does it count this
 user's unread items — and every ``RECOUNT_EVERY`` rounds anyway, for what changes no mark (an

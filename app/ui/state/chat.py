@@ -8,8 +8,8 @@ import time
 import reflex as rx
 from reflex_base.event import EventSpec
 
+from app.attention import approvals
 from app.core import chats, runs
-from app.core.attention import approvals
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound

@@ -8,10 +8,10 @@ import time
 
 import reflex as rx
 
+from app.attention.notify import channels
 from app.core.context import get_core
 from app.core.errors import ChatcronError
 from app.core.models import User
-from app.notify import channels
 from app.ui.state.session import AuthState
 
 LOG_ROWS = 10  # deliveries shown per channel

@@ -1,0 +1,171 @@
+"""The agent sandbox (SPEC §12): every agent process is started from the :class:`Launch` that
+:func:`prepare` returns.
+
+Sandboxed (``CHATCRON_AGENT_SANDBOX=bwrap``, the default), the agent sees its workspace
+read-write (its cwd), its project's agent home read-write (its ``HOME``), ``/usr`` and a few
+``/etc`` entries read-only, the extra read-only paths it is given, a private ``/tmp``, its own
+PID namespace; it runs as ``CHATCRON_AGENT_UID``/``GID`` on the host (a root server switches to
+it before bwrap runs), under the per-turn limits. It never sees the data dir's other contents
+(the database, other workspaces and homes), the server's ``HOME``, or any server process. The
+network is shared: loopback services are reachable (docs/SECURITY.md).
+
+With ``off`` the argv runs unchanged in the workspace, as the server's uid, with no limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import stat
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from app.agents.sandbox import bwrap, probe
+from app.agents.sandbox.dirs import (
+    SandboxError,
+    hand_over,
+    hand_over_written,
+    prepare_data_dir,
+    require_reachable,
+    scratch,
+    switches_uid,
+)
+from app.agents.sandbox.exits import explain_exit
+from app.core.config import Settings
+
+__all__ = ["Launch", "SandboxError", "explain_exit", "hand_over", "hand_over_written", "health", "log_mode", "prepare",
+           "prepare_data_dir", "scratch"]
+
+log = logging.getLogger("chatcron.sandbox")
+BASE_ENV = {"LANG": "C.UTF-8", "TERM": "dumb"}
+
+
+@dataclasses.dataclass
+class Launch:
+    """How to start one agent process: ``Popen(argv, env=env, cwd=cwd, pass_fds=pass_fds,
+    preexec_fn=preexec_fn)``. The fds are the sandbox's (its environment, /etc/passwd): close
+    them after the start — :meth:`popen` does both."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    preexec_fn: Callable[[], None] | None = None
+    pass_fds: tuple[int, ...] = ()
+    sandboxed: bool = False
+
+    def popen(self, **kwargs: Any) -> subprocess.Popen:  # Popen's own keywords
+        try:
+            return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,
+                                    preexec_fn=self.preexec_fn, **kwargs)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+
+def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: Path, env: Mapping[str, str],
+            read_only: Sequence[Path] = ()) -> Launch:
+    """The Launch of ``argv`` as an agent of this workspace; ``env`` are the agent's own variables
+    (they win over PATH, HOME, LANG, TERM and the certificate variables given by default).
+
+    Raises SandboxError (a ProviderError: the turn fails with it) when the sandbox cannot run
+    here, with what to do about it.
+    """
+    if not argv:
+        raise SandboxError("no command to run")
+    if settings.agent_sandbox == "off":
+        base = {"PATH": os.pathsep.join(os.get_exec_path()), "HOME": str(home), **BASE_ENV,
+                **dict(settings.agent_ca_env)}
+        return Launch(list(argv), {**base, **env}, workspace)
+    found = probe.problem(settings)
+    if found is not None:
+        raise SandboxError(found)
+    workspace, home = workspace.absolute(), home.absolute()
+    extra = tuple(dict.fromkeys(Path(p).absolute() for p in (*settings.agent_read_only_paths, *read_only)))
+    _check(settings, workspace, home, extra)
+    base = {"PATH": bwrap.SANDBOX_PATH, "HOME": str(home), **BASE_ENV, **_visible_ca(settings, extra)}
+    passwd, group = bwrap.passwd_lines(settings.agent_uid, settings.agent_gid, home)
+    fds = (_memfd(bwrap.environment_args({**base, **env})), _memfd(passwd), _memfd(group))
+    plan = bwrap.Plan(workspace=workspace, home=home, read_only=extra, uid=settings.agent_uid,
+                      gid=settings.agent_gid, max_procs=settings.agent_max_procs,
+                      max_file_bytes=settings.agent_max_file_bytes,
+                      max_memory_bytes=settings.agent_max_memory_bytes, switch_uid=switches_uid(settings),
+                      env_fd=fds[0], passwd_fd=fds[1], group_fd=fds[2])
+    # bwrap's own environment is readable inside (it is the sandbox's pid 1): nothing but PATH
+    return Launch(bwrap.command(plan, argv), {"PATH": probe.HOST_PATH}, workspace, pass_fds=fds, sandboxed=True)
+
+
+def _check(settings: Settings, workspace: Path, home: Path, read_only: tuple[Path, ...]) -> None:
+    """Refuse what the sandbox must never show or cannot bind, with the reason."""
+    data = settings.data_dir.resolve()
+    for name, folder in (("workspace", workspace), ("agent home", home)):
+        try:
+            st = folder.lstat()
+        except FileNotFoundError:
+            raise SandboxError(f"the agent's {name} {folder} does not exist") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise SandboxError(f"the agent's {name} {folder} is not a folder")
+        if folder.resolve() == data or data.is_relative_to(folder.resolve()):
+            raise SandboxError(f"the agent's {name} {folder} would show it the whole data dir")
+    for path in read_only:
+        if not path.exists():
+            raise SandboxError(f"{path}, which the agent needs to read, does not exist")
+        if data.is_relative_to(path.resolve()) or path.resolve() in (data / "workspaces", data / "agent-homes"):
+            raise SandboxError(f"{path} cannot be shown to the agent: it holds the data dir")
+    require_reachable(settings, [workspace, home, *read_only])
+
+
+def _visible_ca(settings: Settings, read_only: tuple[Path, ...]) -> dict[str, str]:
+    """The server's certificate variables whose files the agent can see (others would mislead it)."""
+    shown = (*bwrap.VISIBLE_PREFIXES, *read_only)
+    return {name: value for name, value in settings.agent_ca_env
+            if any(Path(value).is_relative_to(p) for p in shown)}
+
+
+def _memfd(data: bytes) -> int:
+    """An anonymous in-memory file holding ``data``, read from its start by bwrap."""
+    fd = os.memfd_create("chatcron-sandbox")
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def health(settings: Settings) -> dict[str, str]:
+    """``agent_sandbox`` for /api/health: ``bwrap`` or ``off``; a sandbox that cannot run adds
+    ``agent_sandbox_problem`` (agent turns fail with that text)."""
+    out = {"agent_sandbox": settings.agent_sandbox}
+    if settings.agent_sandbox == "bwrap":
+        found = probe.problem(settings)
+        if found is not None:
+            out["agent_sandbox_problem"] = found
+    return out
+
+
+def log_mode(settings: Settings) -> None:
+    """Said at every start of a process: ``off`` loudly, and a sandbox that cannot reach its data dir."""
+    pid = os.getpid()
+    if settings.agent_sandbox == "off":
+        log.warning("action=agent_sandbox_off pid=%s detail=agents run unfenced, as the server's uid, "
+                    "with no limits (CHATCRON_AGENT_SANDBOX=off)", pid)
+        return
+    if not switches_uid(settings):
+        log.warning("action=agent_sandbox_same_uid pid=%s detail=the server is not root: sandboxed agents "
+                    "keep the server's uid on the host", pid)
+    try:
+        require_reachable(settings, [settings.workspaces_dir.resolve() / "0"])
+    except SandboxError as exc:
+        log.error("action=agent_sandbox_unreachable pid=%s detail=%s", pid, exc)

@@ -1,0 +1,149 @@
+"""Pure rules of notification delivery: no database, no network, no clock of their own.
+
+A delivery is attempted at most ``len(backoff) + 1`` times: after a failed attempt ``n`` (1-based)
+the next one waits ``backoff[n - 1]`` seconds; when no wait is left it is ``failed`` for good.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import hmac
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.core.attention_tables import AttentionKind, DeliveryState
+
+BACKOFF_SECONDS: tuple[float, ...] = (10, 30, 120, 600, 3600)  # waits after attempts 1..5; the 6th is the last
+TEST_KIND = "test"  # a "send test" delivery's kind (no attention event behind it)
+SIGNATURE_HEADER = "X-Chatcron-Signature"
+ERROR_MAX = 500  # characters of an attempt's error kept in last_error
+
+_TITLES = {AttentionKind.FIRE_FINISHED.value: "Fire finished", AttentionKind.FIRE_FAILED.value: "Fire failed",
+           AttentionKind.TASK_ERROR.value: "Task stopped with an error",
+           AttentionKind.DRAFT_CREATED.value: "Draft waiting to be armed",
+           AttentionKind.APPROVAL_REQUESTED.value: "Approval requested", TEST_KIND: "Test notification"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What one attempt came to: ``ok``, and the HTTP status / SMTP code and error when known."""
+
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+    final: bool = False  # no retry can help (the channel is gone): failed at once
+
+
+@dataclasses.dataclass(frozen=True)
+class Next:
+    """The delivery's columns after an attempt (its lease is released with them)."""
+
+    state: DeliveryState
+    attempts: int
+    next_attempt_at: dt.datetime
+    last_status: int | None
+    last_error: str | None
+    delivered_at: dt.datetime | None
+
+    def columns(self) -> dict[str, Any]:
+        return {"state": self.state.value, "attempts": self.attempts, "next_attempt_at": self.next_attempt_at,
+                "last_status": self.last_status, "last_error": self.last_error, "delivered_at": self.delivered_at,
+                "lease_owner": None, "lease_until": None}
+
+
+def retry_delay(attempts: int, backoff: Sequence[float] = BACKOFF_SECONDS) -> float | None:
+    """Seconds to wait after failed attempt number ``attempts`` (1-based); None: give up."""
+    if attempts < 1 or attempts > len(backoff):
+        return None
+    return float(backoff[attempts - 1])
+
+
+def after_attempt(attempts_before: int, outcome: Outcome, now: dt.datetime,
+                  backoff: Sequence[float] = BACKOFF_SECONDS) -> Next:
+    """The delivery's next state once an attempt (its ``attempts_before + 1``-th) ended with ``outcome``."""
+    attempts = attempts_before + 1
+    error = None if outcome.ok else (outcome.error or "failed")[:ERROR_MAX]
+    if outcome.ok:
+        return Next(DeliveryState.DELIVERED, attempts, now, outcome.status, None, now)
+    delay = None if outcome.final else retry_delay(attempts, backoff)
+    if delay is None:
+        return Next(DeliveryState.FAILED, attempts, now, outcome.status, error, None)
+    return Next(DeliveryState.PENDING, attempts, now + dt.timedelta(seconds=delay), outcome.status, error, None)
+
+
+def wants(events: Sequence[str], kind: str) -> bool:
+    """Whether a channel subscribed to ``events`` (empty: every kind) takes an event of ``kind``."""
+    return not events or kind in events
+
+
+def parse_events(raw: str | None) -> list[str]:
+    """A channel's stored ``events`` column as a list (a damaged value counts as every kind)."""
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-Chatcron-Signature`` value: ``sha256=`` + hex HMAC-SHA256 of the exact body bytes."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, body: bytes, header: str) -> bool:
+    """What a receiver does: recompute the signature and compare in constant time."""
+    return hmac.compare_digest(sign(secret, body), header or "")
+
+
+def webhook_body(kind: str, payload: dict[str, Any], *, chat_id: int | None, at: str | None,
+                 usage: dict[str, Any] | None = None) -> str:
+    """The JSON every channel of an event gets (SPEC §13): event, task, run, chat_id, at, and for
+    ``approval.requested`` the approval. ``usage`` (the run's token counts) joins the run."""
+    body: dict[str, Any] = {"event": kind, "task": payload.get("task"), "run": payload.get("run"),
+                            "chat_id": chat_id, "at": at}
+    if body["run"] is not None and usage is not None:
+        body["run"] = {**body["run"], "usage": usage}
+    if kind == AttentionKind.APPROVAL_REQUESTED.value or "approval" in payload:
+        body["approval"] = payload.get("approval")
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def test_body(channel_id: int, at: str | None) -> str:
+    """The body of a "send test" delivery: shaped like an event, with no task or run."""
+    return json.dumps({"event": TEST_KIND, "task": None, "run": None, "chat_id": None, "at": at,
+                       "channel_id": channel_id}, sort_keys=True, separators=(",", ":"))
+
+
+def title(kind: str) -> str:
+    return _TITLES.get(kind, kind)
+
+
+def email_text(body: str) -> tuple[str, str]:
+    """Subject and plain-text body of the email for a webhook body (the same facts, for people)."""
+    data = json.loads(body)
+    kind = data.get("event", "")
+    task = data.get("task") or {}
+    run = data.get("run") or {}
+    name = task.get("name")
+    subject = f"[chatcron] {title(kind)}" + (f": {name}" if name else "")
+    lines = [f"{title(kind)}.", ""]
+    if name:
+        lines.append(f"Task: {name} (id {task.get('id')}, status {task.get('status')})")
+    if run:
+        lines.append(f"Outcome: {run.get('outcome')}")
+        if run.get("error"):
+            lines.append(f"Error: {run['error']}")
+        if run.get("first_line"):
+            lines.append(f"Reply: {run['first_line']}")
+    if task.get("last_error") and not run:
+        lines.append(f"Error: {task['last_error']}")
+    approval = data.get("approval")
+    if approval:
+        lines.append(f"Tool: {approval.get('title')}")
+    if data.get("chat_id") is not None:
+        lines.append(f"Chat: {data['chat_id']}")
+    lines += [f"At: {data.get('at')}", "", f"Event: {kind}"]
+    return subject, "\n".join(lines) + "\n"

@@ -1,7 +1,0 @@
-"""Agent providers: one protocol, one provider per module."""
-
-from __future__ import annotations
-
-from app.core.providers.base import Provider, ProviderError, TurnRequest
-
-__all__ = ["Provider", "ProviderError", "TurnRequest"]
