@@ -19,7 +19,7 @@ from tests.conftest import open_tmp
 from tests.isolation import free_port, web_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/bin/chromium-headless-shell"  # Debian's Chromium, headless build (scripts/setup.sh)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DEMO_EMAIL = "demo@example.com"
@@ -109,7 +109,7 @@ def base_url(server: Server) -> str:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium package")
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium-headless-shell package")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
 
 

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, expect
 
+from tests.e2e import sockets
 from tests.e2e.conftest import DEMO_EMAIL, Server, api, login
 
 pytestmark = pytest.mark.e2e
@@ -47,6 +48,7 @@ class Tab:
         self.context = context
         self.context.add_init_script(WATCH)
         self.page = context.new_page()
+        self.frames = sockets.Frames(self.page)  # to wait for hydration: an event sent before it may be dropped
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
@@ -242,6 +244,7 @@ def test_an_empty_login_form_says_what_is_missing(
     tab = open_tab(browser, server, tabs, size)
     page = tab.page
     page.goto("/login")
+    tab.frames.hydrated(page)
     page.get_by_test_id("login-submit").click()
     expect(page.get_by_test_id("login-error")).to_have_text("Enter your email and password.")
     page.get_by_test_id("login-email").fill(DEMO_EMAIL)
