@@ -227,17 +227,20 @@ PRODUCT_HASHER = auth._hasher
 CHEAP_HASHER = PasswordHasher(time_cost=1, memory_cost=256, parallelism=1)
 
 
+def _hash_with(hasher: PasswordHasher) -> None:
+    auth._hasher = hasher
+    auth._dummy_hash.cache_clear()  # the unknown-email hash is made with the hasher in force
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cheap_passwords() -> Iterator[None]:
     """In-process tests hash passwords with argon2id at a low cost: the same code path and hash
     format, ~1 ms instead of ~150 ms of CPU per hash (a quarter of some modules' time). Processes a
     test starts (the web app, the CLI) and tests marked ``real_passwords`` use the product's cost,
     which ``test_web_auth`` asserts."""
-    auth._hasher = CHEAP_HASHER
-    auth._dummy_hash.cache_clear()
+    _hash_with(CHEAP_HASHER)
     yield
-    auth._hasher = PRODUCT_HASHER
-    auth._dummy_hash.cache_clear()
+    _hash_with(PRODUCT_HASHER)
 
 
 @pytest.fixture(autouse=True)
@@ -245,13 +248,11 @@ def _product_passwords_when_marked(request: pytest.FixtureRequest) -> Iterator[N
     if request.node.get_closest_marker("real_passwords") is None:
         yield
         return
-    auth._hasher = PRODUCT_HASHER
-    auth._dummy_hash.cache_clear()
+    _hash_with(PRODUCT_HASHER)
     try:
         yield
     finally:
-        auth._hasher = CHEAP_HASHER
-        auth._dummy_hash.cache_clear()
+        _hash_with(CHEAP_HASHER)
 
 
 @pytest.fixture

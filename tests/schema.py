@@ -78,12 +78,11 @@ def _is_empty(db: Database) -> bool:
 
 def migrate_postgres(db: Database) -> None:
     """The real upgrade the first time (recorded), its recording replayed in an empty schema after."""
-    if _PG_SCRIPT and _is_empty(db):
+    if not _is_empty(db):
+        upgrade(db)
+    elif not _PG_SCRIPT:
+        _PG_SCRIPT.append(_record(db))
+    else:
         with db.engine.begin() as conn:
             for statement, parameters in _PG_SCRIPT[0]:
                 conn.exec_driver_sql(statement, parameters)
-        return
-    if not _is_empty(db):
-        upgrade(db)
-        return
-    _PG_SCRIPT.append(_record(db))

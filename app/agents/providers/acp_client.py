@@ -26,8 +26,7 @@ from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestP
 from app.agents.providers.acp_events import ToolCalls, is_remote_schedule, now_utc, plan_json
 from app.agents.providers.acp_policy import CANCELLED, Choice, choose, outcome_of
 from app.core.attention_tables import ApprovalState
-from app.core.ports import APPROVAL_RECHECK_SECONDS as FALLBACK_SECONDS
-from app.core.ports import Approvals
+from app.core.ports import APPROVAL_RECHECK_SECONDS, Approvals
 
 log = logging.getLogger("chatcron.acp")
 
@@ -179,7 +178,7 @@ class AgentClient:
 
 async def _wait(sink: TurnSink, asker: Approvals, approval_id: int) -> Any:
     """The approval once it is no longer pending; None when the turn is cancelled first. Re-read
-    on every wake hint and at least every FALLBACK_SECONDS."""
+    on every wake hint and at least every APPROVAL_RECHECK_SECONDS."""
     listener = asker.listener()
     wakeup = listener.subscribe()
     sink.wakeups.add(wakeup)
@@ -194,7 +193,7 @@ async def _wait(sink: TurnSink, asker: Approvals, approval_id: int) -> Any:
                 if row is None or row.state != ApprovalState.PENDING.value:
                     return row
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), FALLBACK_SECONDS)
+                await asyncio.wait_for(wakeup.wait(), APPROVAL_RECHECK_SECONDS)
         return None
     finally:
         sink.wakeups.discard(wakeup)
