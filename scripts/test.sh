@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: set up (incl. Chromium), lint, then every test suite on parallel workers
-# (docs/TESTING.md; CHATCRON_TEST_WORKERS, default 3). Extra args go to pytest.
+# (docs/TESTING.md; CHATCRON_TEST_WORKERS, default 4). Extra args go to pytest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -10,6 +10,6 @@ ruff check .
 if [ -z "${CHATCRON_TEST_POSTGRES_URL:-}" ]; then
   echo "[test] CHATCRON_TEST_POSTGRES_URL is not set: the PostgreSQL variants will be SKIPPED (CI sets it)"
 fi
-workers="${CHATCRON_TEST_WORKERS:-3}"
+workers="${CHATCRON_TEST_WORKERS:-4}"
 echo "[test] pytest on $workers workers"
-python -m pytest -n "$workers" "$@"
+python -m pytest -n "$workers" --dist worksteal "$@"

@@ -100,6 +100,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "postgres" in params.values():
             item.add_marker("postgres")
+    # a test of a minute or more starts first: started last, it would run alone at the end while
+    # the other workers idle (xdist hands out tests in this order)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.hookimpl(wrapper=True)

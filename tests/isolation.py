@@ -113,6 +113,9 @@ def drop_worker_database(base_url: str, worker_url: str) -> None:
     _as_admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+_held: list[Any] = []  # the running test's turnstile and lock files (one test at a time per worker)
+
+
 @contextlib.contextmanager
 def machine_share(config: Any, exclusive: bool) -> Iterator[None]:
     """Hold this run's machine lock for one test: shared for every test, exclusive for a ``serial`` one.
@@ -134,9 +137,35 @@ def machine_share(config: Any, exclusive: bool) -> Iterator[None]:
         finally:
             if not exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+        _held[:] = [gate, lock]
         try:
             yield
         finally:
+            _held.clear()
             fcntl.flock(lock, fcntl.LOCK_UN)
             if exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def alone() -> Iterator[None]:
+    """Inside a running (shared) test: the machine to itself for the block, then shared again.
+
+    For a test whose load may share the machine but whose measurement may not (the 500-socket
+    storm runs beside other tests; the web process's CPU afterwards is measured alone). It waits
+    like a serial test: through the turnstile, until the other workers' running tests have ended.
+    """
+    if not _held:
+        yield  # a plain run, or a serial test: nothing else runs
+        return
+    gate, lock = _held
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_SH)  # shared again before the turnstile opens
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)

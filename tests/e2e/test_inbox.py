@@ -183,7 +183,7 @@ def test_browser_notifications_once_turned_on(page: Page, server: Server, token:
     expect(toggle).to_have_attribute("data-state", "unchecked")
     toggle.click()
     expect(toggle).to_have_attribute("data-state", "checked")
-    assert page.evaluate("localStorage.getItem('chatcron-notify')") == "on"
+    page.wait_for_function("localStorage.getItem('chatcron-notify') === 'on'")  # written after the switch is drawn
     _chat_with_draft(server, token, "notified-draft")  # drafts reach the channels whatever the task's notify
     page.wait_for_function("window.__notes.some(n => n.title.includes('notified-draft'))", timeout=FIRE)
     page.reload()  # the choice stays in this browser

@@ -100,6 +100,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         shutil.rmtree(root / "web-build", ignore_errors=True)  # ~150 MB of node_modules
 
 
+@pytest.mark.long  # builds and starts two web workers and two schedulers: about 45 s
 def test_two_web_workers_two_schedulers_on_postgresql(cluster: Cluster, browser: Browser) -> None:
     t0 = time.monotonic()
     try:

@@ -25,6 +25,7 @@ from app.ui.state.nav import NavState
 from app.ui.state.notifications import NotificationsState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
+from tests import isolation
 from tests.e2e import sockets
 from tests.e2e.conftest import DEMO_EMAIL, ROOT, login
 from tests.e2e.conftest import api as _api
@@ -301,7 +302,7 @@ STORM_JS = """async ({count, parallel, path, cid, hydrate, tail, watch, marker})
 }"""
 
 
-@pytest.mark.serial  # 500 sockets against one web worker, then its CPU measured: alone on the machine
+@pytest.mark.long  # 500 sockets, 25 at a time, against one web worker: about 100 s
 def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, server, token: str,
                                                              project: int) -> None:
     chat = _chat(server, token, project, "Storm")
@@ -316,12 +317,14 @@ def test_500_sockets_opened_and_closed_leave_no_loop_running(browser: Browser, s
     finally:
         storm.close()
     assert delivered == 500, f"only {delivered} of 500 sockets saw their chat's transcript"
-    time.sleep(2)  # the last disconnects are handled
-    log_start = sockets.log_size(server.log)
-    processes = sockets.descendants(server.pid)
-    before = sockets.cpu_seconds(processes)
-    time.sleep(5)
-    busy = (sockets.cpu_seconds(processes) - before) / 5
+    # the storm shares the machine; the measurement does not (a busy neighbour would blur it)
+    with isolation.alone():
+        time.sleep(2)  # the last disconnects are handled
+        log_start = sockets.log_size(server.log)
+        processes = sockets.descendants(server.pid)
+        before = sockets.cpu_seconds(processes)
+        time.sleep(5)
+        busy = (sockets.cpu_seconds(processes) - before) / 5
     assert busy < 0.05, f"the web process is still busy after the sockets closed: {busy:.0%} of a core"
     late = server.log.read_bytes()[log_start:].decode(errors="replace")
     assert "disconnected client" not in late, "a loop still sends to a closed socket"

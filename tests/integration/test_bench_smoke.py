@@ -33,6 +33,7 @@ FIGURES = {"cron_next_per_s", "fire_lateness_p50_ms", "fire_lateness_p99_ms", "b
            "approval_decision_nohint_p95_ms"}
 
 
+@pytest.mark.long  # every benchmark once, quick: about 80 s
 def test_quick_benchmark_prints_every_figure_and_the_machine() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}  # SQLite only
     env["PYTHONPATH"] = str(ROOT)

@@ -143,6 +143,8 @@ def test_every_process_of_the_agent_is_the_agent_uid_and_sessions_live_in_its_ho
     assert sessions and {p.stat().st_uid for p in sessions} == {65534}
 
 
+@pytest.mark.serial  # RLIMIT_NPROC counts every process of the agent uid on the host: while the bomb
+# holds its 256, another worker's agent cannot start (docs/SECURITY.md)
 def test_a_fork_bomb_from_its_shell_stops_at_the_process_limit(acp: tuple[AgentRig, Fenced],
                                                                model: AnthropicServer) -> None:
     rig, world = acp
