@@ -100,9 +100,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "postgres" in params.values():
             item.add_marker("postgres")
-    # a test of a minute or more starts first: started last, it would run alone at the end while
-    # the other workers idle (xdist hands out tests in this order)
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    # xdist hands out tests in this order. The serial tests come first, back to back: at the start
+    # no other worker is in the middle of a long test, so taking the machine costs no wait for one
+    # to end. Then a test of a minute or more: started last, it would run alone at the end while
+    # the other workers idle.
+    items.sort(key=lambda item: (item.get_closest_marker("serial") is None, item.get_closest_marker("long") is None))
 
 
 @pytest.hookimpl(wrapper=True)
