@@ -22,6 +22,7 @@ class ConfigError(ValueError):
 
 PROVIDERS = ("demo", "command", "openai", "acp")
 SANDBOXES = ("bwrap", "off")
+NETWORKS = ("proxy", "host")  # CHATCRON_AGENT_NETWORK: the egress proxy (SPEC §12.1), or the host's network
 GiB = 1 << 30
 # Certificate variables an agent CLI needs behind a TLS-inspecting egress proxy (node reads only
 # NODE_EXTRA_CA_CERTS, not the system store): passed into the agent's environment when set.
@@ -71,6 +72,13 @@ def _sandbox(name: str, raw: str) -> str:
     value = raw.strip()
     if value not in SANDBOXES:
         raise ConfigError(f"{name}: {value!r} is not one of {', '.join(SANDBOXES)}")
+    return value
+
+
+def _network(name: str, raw: str) -> str:
+    value = raw.strip()
+    if value not in NETWORKS:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(NETWORKS)}")
     return value
 
 
@@ -177,6 +185,7 @@ class Settings:
     test_postgres_url: str = ""
     # the agent sandbox (SPEC §12): every agent process runs in bubblewrap unless this is "off"
     agent_sandbox: str = "bwrap"
+    agent_network: str = "proxy"  # a sandboxed agent's network: its own namespace and the egress proxy
     agent_uid: int = 65534
     agent_gid: int = 65534
     agent_max_procs: int = 256
@@ -265,6 +274,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "APPROVAL_TIMEOUT_SECONDS": ("approval_timeout_seconds", _int(1)),
     "TRUSTED_PROXIES": ("trusted_proxies", lambda n, v: tuple(x.strip() for x in v.split(",") if x.strip())),
     "AGENT_SANDBOX": ("agent_sandbox", _sandbox),
+    "AGENT_NETWORK": ("agent_network", _network),
     "AGENT_UID": ("agent_uid", _int(1)),  # never 0: the agent must not be root
     "AGENT_GID": ("agent_gid", _int(1)),
     "AGENT_MAX_PROCS": ("agent_max_procs", _int(16)),  # fewer and the sandbox itself cannot start

@@ -31,9 +31,10 @@ INPUT_MAX_CHARS = 2048  # the provider bounds them too (2 KiB, 8 KiB); the page 
 OUTPUT_MAX_CHARS = 8192
 CUT_NOTE = "\n… (cut)"
 TOOL_STATUSES = {"pending": "pending", "in_progress": "running", "completed": "completed", "failed": "failed",
-                 "awaiting_approval": "awaiting approval"}
-FINAL_STATUSES = {"completed", "failed"}
-TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
+                 "awaiting_approval": "awaiting approval", "refused": "refused"}
+FINAL_STATUSES = {"completed", "failed", "refused"}
+# "network": a connection the egress proxy refused (app.agents.egress.report), not an agent's tool
+TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other", "network"}
 PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
           "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",

@@ -56,6 +56,7 @@ class WarmAgent:
         self.stale: set[str] = set()  # open here but out of step (after a cancel): reopen first
         self.models: dict[str, str] = {}  # session → the model chosen for it here
         self.sandboxed = False  # bwrap in between: its exit status 128+N is the agent's signal N
+        self.launch: Launch | None = None
         self.busy = False
         self.transient = False  # over the process cap: closed after its turn
         self.last_used = time.monotonic()
@@ -75,12 +76,14 @@ class WarmAgent:
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 limit=LINE_LIMIT, preexec_fn=launch.preexec_fn, pass_fds=launch.pass_fds)
         except OSError as exc:
+            launch.end()
             raise ProviderError(f"the agent could not start: {launch.argv[0]}: {exc.strerror or exc}") from None
         finally:
             launch.close()  # the sandbox's fds (environment, passwd) are the child's now
         conn = ClientSideConnection(client, proc.stdin, proc.stdout, observers=[client.observe])
         agent = cls(key, proc, conn, client)
         agent.sandboxed = launch.sandboxed
+        agent.launch = launch  # its egress socket ends with it (_reap)
         agent._stderr_task = asyncio.get_running_loop().create_task(agent._read_stderr())
         try:
             agent.init = await agent.call(agent.conn.initialize(
@@ -192,4 +195,6 @@ class WarmAgent:
             await asyncio.wait_for(self.proc.wait(), 5.0)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
+        if self.launch is not None:
+            self.launch.end()
         log.info("action=agent_stopped pid=%s code=%s", self.proc.pid, self.proc.returncode)

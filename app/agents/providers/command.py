@@ -41,10 +41,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-from app.agents import sandbox
+from app.agents import egress, sandbox
 from app.agents.workspace import agent_home
 from app.core.config import Settings
-from app.core.ports import Emit, ProviderError, TurnRequest
+from app.core.ports import Emit, ProviderError, TurnRequest, stream_of
 
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4096
@@ -203,24 +203,31 @@ class CommandProvider:
 
     name = "command"
 
-    def __init__(self, argv: Sequence[str], settings: Settings, *,
+    def __init__(self, argv: Sequence[str], settings: Settings, *, egress: egress.Policy | None = None,
                  kill_grace_seconds: float = KILL_GRACE_SECONDS, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if not argv:
             raise ProviderError(NO_COMMAND)
         self.argv = tuple(argv)
         self.settings = settings
+        self.egress = egress  # where the agent may connect besides the agent API (SPEC §12.1)
         self.kill_grace_seconds = kill_grace_seconds
         self.max_line_bytes = max_line_bytes
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         """Stream the command's stdout; raises ProviderError on a non-zero exit or on cancel."""
         with _workdir(self.settings, request) as (cwd, home):
-            launch = sandbox.prepare(self.settings, self.argv, workspace=cwd, home=home, env=request.env)
-            child = _Child(launch, self.argv[0], request.text.encode("utf-8"))
+            launch = sandbox.prepare(self.settings, self.argv, workspace=cwd, home=home, env=request.env,
+                                     egress=self.egress)
             try:
-                self._pump(child, emit, cancel)
+                if launch.route is not None:
+                    launch.route.on_refused = egress.refusal_reporter(stream_of(emit))
+                child = _Child(launch, self.argv[0], request.text.encode("utf-8"))
+                try:
+                    self._pump(child, emit, cancel)
+                finally:
+                    code = child.stop(self.kill_grace_seconds)
             finally:
-                code = child.stop(self.kill_grace_seconds)
+                launch.end()
         if code != 0:
             raise ProviderError(sandbox.explain_exit(self.settings, code, child.stderr_tail(),
                                                      sandboxed=child.sandboxed))

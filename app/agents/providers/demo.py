@@ -106,6 +106,8 @@ class DemoProvider:
         except (OSError, subprocess.TimeoutExpired) as exc:
             emit(f"remote-schedule could not run: {exc}\n")
             return
+        finally:
+            launch.end()
         emit(f"$ remote-schedule {shlex.join(args)}\n{out.strip()}\n(exit {proc.returncode})\n")
 
     def _stream(self, reply: str, emit: Emit, cancel: threading.Event) -> None:

@@ -8,7 +8,9 @@ A project's ``provider_settings`` is a JSON object; its values win over the serv
   the server's own base URL;
 - ``history_budget_chars`` (openai and acp providers): a whole number >= 0, default 24,000;
 - ``agent``, ``tool_policy``, ``env.NAME`` (acp provider, with ``command`` and ``model``): see
-  :mod:`app.agents.providers.acp`.
+  :mod:`app.agents.providers.acp`;
+- ``allow_hosts`` (command and acp providers, sandboxed): hosts the agent may reach through the
+  egress proxy besides its model API (``host``, ``host:port``, ``*.suffix``; SPEC §12.1).
 
 An empty string counts as unset. Unknown keys, wrong types and invalid JSON fail the turn with a
 ProviderError naming the project and the setting, so a typo never silently falls back to the
@@ -22,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from app.agents import egress
 from app.agents.cli import presets
 from app.agents.providers import openai
 from app.agents.providers.acp_settings import POLICIES, AcpConfig
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 # key → expected type; one table for every provider so a project can switch provider and keep its values
 SETTING_TYPES: dict[str, type] = {
     "command": str, "base_url": str, "model": str, "api_key": str, "history_budget_chars": int,
-    "agent": str, "tool_policy": str,
+    "agent": str, "tool_policy": str, "allow_hosts": str,
 }
 ENV_PREFIX = "env."  # env.NAME: a variable of the acp agent's environment
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -74,6 +77,8 @@ def _validated(value: dict[str, object], where: str) -> dict[str, object]:
             raise ProviderError(f"{where}: {key} must be a {'string' if expected is str else 'whole number'}")
         if expected is int and item < 0:
             raise ProviderError(f"{where}: {key} must be at least 0")
+        if key == egress.ALLOW_HOSTS:
+            egress.policy_of({key: item})  # host, host:port or *.suffix, each (SPEC §12.1)
     return {key: item.strip() if isinstance(item, str) else item for key, item in value.items()}
 
 
@@ -81,7 +86,7 @@ def _command(settings: Settings, options: Mapping[str, object]) -> Provider:
     line = str(options.get("command") or "") or settings.provider_command
     if not line.strip():
         raise ProviderError(NO_COMMAND)
-    return CommandProvider(split_command(line), settings)
+    return CommandProvider(split_command(line), settings, egress=egress.policy_of(options))
 
 
 def _openai(settings: Settings, options: Mapping[str, object]) -> Provider:

@@ -6,8 +6,10 @@ read-write (its cwd), its project's agent home read-write (its ``HOME``), ``/usr
 ``/etc`` entries read-only, the extra read-only paths it is given, a private ``/tmp``, its own
 PID namespace; it runs as ``CHATCRON_AGENT_UID``/``GID`` on the host (a root server switches to
 it before bwrap runs), under the per-turn limits. It never sees the data dir's other contents
-(the database, other workspaces and homes), the server's ``HOME``, or any server process. The
-network is shared: loopback services are reachable (docs/SECURITY.md).
+(the database, other workspaces and homes), the server's ``HOME``, or any server process. It has a
+network namespace of its own (``CHATCRON_AGENT_NETWORK=proxy``, the default): its only way out is
+this process's egress proxy (:mod:`app.agents.egress`), through a relay inside; with ``host`` it
+shares the host's network (docs/SECURITY.md).
 
 With ``off`` the argv runs unchanged in the workspace, as the server's uid, with no limits.
 """
@@ -18,12 +20,17 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from app.agents.egress.policy import AGENT_API_NAME, Policy, url_rule
+from app.agents.egress.proxy import Listener, Route, proxy
 from app.agents.sandbox import bwrap, probe
 from app.agents.sandbox.dirs import (
     SandboxError,
@@ -56,6 +63,8 @@ class Launch:
     preexec_fn: Callable[[], None] | None = None
     pass_fds: tuple[int, ...] = ()
     sandboxed: bool = False
+    egress: Listener | None = None  # the proxy's socket of this process: ended by :meth:`end`
+    route: Route | None = None  # what it may reach; whoever runs its turn sets ``route.on_refused``
 
     def popen(self, **kwargs: Any) -> subprocess.Popen:  # Popen's own keywords
         try:
@@ -70,11 +79,22 @@ class Launch:
                 os.close(fd)
         self.pass_fds = ()
 
+    def end(self) -> None:
+        """The process is gone (or never started): stop its proxy socket and remove its folder."""
+        self.close()
+        listener, self.egress = self.egress, None
+        if listener is not None:
+            listener.close()
+            shutil.rmtree(listener.path.parent, ignore_errors=True)
+
 
 def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: Path, env: Mapping[str, str],
-            read_only: Sequence[Path] = ()) -> Launch:
+            read_only: Sequence[Path] = (), egress: Policy | None = None) -> Launch:
     """The Launch of ``argv`` as an agent of this workspace; ``env`` are the agent's own variables
     (they win over PATH, HOME, LANG, TERM and the certificate variables given by default).
+    ``egress``: where the agent may connect through the proxy besides chatcron's agent API (none
+    when None); a ``SCHEDULE_API_URL`` naming the server's ``api_url`` is rewritten to the name the
+    proxy routes (:data:`AGENT_API_NAME`).
 
     Raises SandboxError (a ProviderError: the turn fails with it) when the sandbox cannot run
     here, with what to do about it.
@@ -92,15 +112,63 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
     extra = tuple(dict.fromkeys(Path(p).absolute() for p in (*settings.agent_read_only_paths, *read_only)))
     _check(settings, workspace, home, extra)
     base = {"PATH": bwrap.SANDBOX_PATH, "HOME": str(home), **BASE_ENV, **_visible_ca(settings, extra)}
+    env = dict(env)
+    route, listener = None, None
+    if settings.agent_network == "proxy":
+        route = _route(settings, env, egress or Policy(()))
+        listener = _listen(settings, route)
+        env.update(dict.fromkeys(PROXY_VARIABLES, bwrap.RELAY_URL))  # over the agent's own: nothing else leads out
     passwd, group = bwrap.passwd_lines(settings.agent_uid, settings.agent_gid, home)
-    fds = (_memfd(bwrap.environment_args({**base, **env})), _memfd(passwd), _memfd(group))
+    try:
+        fds = (_memfd(bwrap.environment_args({**base, **env})), _memfd(passwd), _memfd(group))
+    except BaseException:
+        if listener is not None:
+            Launch([], {}, workspace, egress=listener).end()
+        raise
     plan = bwrap.Plan(workspace=workspace, home=home, read_only=extra, uid=settings.agent_uid,
                       gid=settings.agent_gid, max_procs=settings.agent_max_procs,
                       max_file_bytes=settings.agent_max_file_bytes,
                       max_memory_bytes=settings.agent_max_memory_bytes, switch_uid=switches_uid(settings),
-                      env_fd=fds[0], passwd_fd=fds[1], group_fd=fds[2])
+                      env_fd=fds[0], passwd_fd=fds[1], group_fd=fds[2],
+                      egress=listener.path.parent if listener is not None else None)
     # bwrap's own environment is readable inside (it is the sandbox's pid 1): nothing but PATH
-    return Launch(bwrap.command(plan, argv), {"PATH": probe.HOST_PATH}, workspace, pass_fds=fds, sandboxed=True)
+    return Launch(bwrap.command(plan, argv), {"PATH": probe.HOST_PATH}, workspace, pass_fds=fds, sandboxed=True,
+                  egress=listener, route=route)
+
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def _route(settings: Settings, env: dict[str, str], policy: Policy) -> Route:
+    """The agent's route; its SCHEDULE_API_URL (when it names the server's agent API over http)
+    becomes the reserved name, which the proxy alone resolves."""
+    api = urlsplit(settings.api_url)
+    try:
+        api_port = api.port or (443 if api.scheme == "https" else 80)
+    except ValueError:
+        api_port = 0
+    if api.scheme != "http" or not api.hostname or not api_port:
+        rule = url_rule(settings.api_url)  # https (a public name): the agent reaches it like any allowed host
+        return Route(Policy((*policy.rules, rule)) if rule else policy)
+    url = env.get("SCHEDULE_API_URL")
+    if url is not None and url.rstrip("/") == settings.api_url.rstrip("/"):
+        env["SCHEDULE_API_URL"] = urlunsplit(("http", f"{AGENT_API_NAME}:{api_port}", api.path, "", ""))
+    return Route(policy, api=(api.hostname, api_port), api_port=api_port)
+
+
+def _listen(settings: Settings, route: Route) -> Listener:
+    """A folder of its own holding the proxy's socket for one agent process (bound into its sandbox)."""
+    parent = settings.data_dir / "egress"
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="agent-", dir=parent))
+    owner = (settings.agent_uid, settings.agent_gid) if switches_uid(settings) else None
+    try:
+        if owner is not None:
+            os.chown(folder, *owner)
+        return proxy().open(route, folder, owner=owner)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _check(settings: Settings, workspace: Path, home: Path, read_only: tuple[Path, ...]) -> None:

@@ -18,6 +18,25 @@ from collections.abc import Iterable
 from pathlib import Path
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+EGRESS_INSIDE = Path("/run/chatcron")  # the egress proxy's socket folder, as the agent sees it
+RELAY_PORT = 3128
+RELAY_URL = f"http://127.0.0.1:{RELAY_PORT}"
+# The relay inside the agent's network namespace: socat listens on 127.0.0.1:RELAY_PORT and hands
+# each connection to the proxy's unix socket; the agent starts once the listener is up (read from
+# /proc/net/tcp, which shows this namespace alone), so its first call never fails. A missing agent
+# program is said the way bwrap says it (exits.explain_exit reads it).
+_LISTENING = f"0100007F:{RELAY_PORT:04X}"
+RELAY_SCRIPT = f"""command -v "$1" >/dev/null 2>&1 || {{
+  echo "bwrap: execvp $1: No such file or directory" >&2; exit 1; }}
+socat -lf /dev/null TCP-LISTEN:{RELAY_PORT},bind=127.0.0.1,reuseaddr,fork \\
+  UNIX-CONNECT:{EGRESS_INSIDE}/egress.sock </dev/null >/dev/null 2>&1 &
+relay=$!
+while :; do
+  while read -r _ address _ state _; do
+    if [ "$address" = {_LISTENING} ] && [ "$state" = 0A ]; then exec "$@"; fi
+  done </proc/net/tcp
+  kill -0 "$relay" 2>/dev/null || {{ echo "bwrap: the network relay (socat) did not start" >&2; exit 1; }}
+done"""
 TMP_BYTES = 512 << 20  # /tmp and /dev/shm are memory-backed: capped
 SHM_BYTES = 64 << 20
 
@@ -52,6 +71,7 @@ class Plan:
     env_fd: int  # --args: the agent's environment as --setenv triples (an argv is world-readable)
     passwd_fd: int  # --ro-bind-data: an /etc/passwd naming the agent uid, home = its HOME
     group_fd: int
+    egress: Path | None = None  # the proxy's socket folder: a network namespace of its own; None = the host's
 
 
 def limits(plan: Plan) -> list[str]:
@@ -67,8 +87,9 @@ def switch_uid(plan: Plan) -> list[str]:
 
 
 def _namespaces(plan: Plan) -> list[str]:
+    net = ["--unshare-net"] if plan.egress is not None else []
     return ["bwrap", "--unshare-user", "--uid", str(plan.uid), "--gid", str(plan.gid), "--disable-userns",
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", *net,
             "--hostname", "agent", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--clearenv", "--args", str(plan.env_fd)]
 
@@ -114,6 +135,8 @@ def bwrap(plan: Plan) -> list[str]:
              "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
+    if plan.egress is not None:
+        args += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(plan.egress), str(EGRESS_INSIDE)]
     # a bind under /tmp (a data dir there) needs its folders inside the private /tmp, which the agent
     # may write: they go on a tmpfs of their own, made read-only below, so the agent cannot add to them
     tops = sorted({Path("/tmp", p.relative_to("/tmp").parts[0]) for p in parents if _under_tmp(p)})
@@ -134,7 +157,8 @@ def bwrap(plan: Plan) -> list[str]:
 
 def command(plan: Plan, argv: Iterable[str]) -> list[str]:
     """The whole argv handed to Popen."""
-    return [*limits(plan), *switch_uid(plan), *bwrap(plan), *argv]
+    relay = ["/bin/sh", "-c", RELAY_SCRIPT, "chatcron-relay"] if plan.egress is not None else []
+    return [*limits(plan), *switch_uid(plan), *bwrap(plan), *relay, *argv]
 
 
 def environment_args(env: dict[str, str]) -> bytes:
