@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+from app.agents import sandbox
 from app.agents.cli import presets
 from app.agents.providers.registry import checked_settings
 from app.core import accounts, auth, chats, projects
@@ -80,7 +81,9 @@ def list_agents(core: Core) -> str:
         if presets.missing_packages(preset, target):
             continue
         lines.append(f"{name} {preset.version(target)} ({', '.join(f'{p}@{v}' for p, v in preset.packages.items())})")
-    return "\n".join(lines) or f"no agent installed in {core.settings.agents_dir} (install-agent NAME)"
+    if not lines:
+        lines.append(f"no agent installed in {core.settings.agents_dir} (install-agent NAME)")
+    return "\n".join([*lines, sandbox.describe_network(core.settings)])
 
 
 def seed_demo(core: Core) -> str:

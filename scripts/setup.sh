@@ -32,11 +32,13 @@ apt_install() {  # Debian packages, with one `apt-get update` per run
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 # Every agent runs in a bubblewrap sandbox (CHATCRON_AGENT_SANDBOX=off runs them unfenced instead);
-# inside it only the system's /usr is visible, so the workspace's remote-schedule needs /usr/bin/python3.
+# inside it only the system's /usr is visible, so the workspace's remote-schedule needs /usr/bin/python3;
+# its network is its own, and socat relays it to the egress proxy (CHATCRON_AGENT_NETWORK=host: no relay).
 if [ "${CHATCRON_AGENT_SANDBOX:-bwrap}" != "off" ]; then
   missing=()
   [ -x /usr/bin/bwrap ] || missing+=(bubblewrap)
   [ -x /usr/bin/python3 ] || missing+=(python3)
+  [ -x /usr/bin/socat ] || [ "${CHATCRON_AGENT_NETWORK:-proxy}" = host ] || missing+=(socat)
   if [ "${#missing[@]}" -gt 0 ]; then
     say "installing Debian's ${missing[*]} for the agent sandbox"
     apt_install "${missing[@]}"

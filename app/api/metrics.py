@@ -19,7 +19,7 @@ from sqlmodel import func, select
 from app.api.deps import core_of
 from app.core.context import Core
 from app.core.db import STORE_FAILURES
-from app.core.models import Run
+from app.core.models import Chat, Event, EventType, Run
 from app.schedules.model import ScheduledTask, SchedulerInstance, TaskRun
 
 router = APIRouter(include_in_schema=False)
@@ -50,6 +50,7 @@ class DatabaseCollector:
             late = s.exec(select(TaskRun.started_at, TaskRun.occurrence_at).where(
                 TaskRun.trigger == "schedule", TaskRun.started_at.is_not(None))).all()
             spent = s.exec(_usage_sums(core)).one()
+            refused = s.exec(_egress_refusals()).all()
         fires = GaugeMetricFamily("chatcron_fires", "Fires kept in history, by outcome", labels=["outcome"])
         for status, count in by_outcome:
             fires.add_metric([status], count)
@@ -70,6 +71,12 @@ class DatabaseCollector:
         yield tokens
         yield CounterMetricFamily("chatcron_cost_usd", "Cost agents reported (USD), all runs",
                                   value=float(spent[3] or 0))
+        egress = CounterMetricFamily("chatcron_agent_egress_refused",
+                                     "Connections the egress proxy refused agents (SPEC §12.1), by project",
+                                     labels=["project"])
+        for project_id, count in refused:
+            egress.add_metric([str(project_id)], count)
+        yield egress
         alive, _ = scheduler_beat(core)
         yield GaugeMetricFamily("chatcron_scheduler_alive", "1 when a scheduler heartbeat is fresh", value=int(alive))
 
@@ -84,6 +91,15 @@ def _usage_sums(core: Core) -> sa.Select:
     column = sa.type_coerce(Run.usage, sa.JSON) if core.db.sqlite else sa.cast(Run.usage, sa.JSON)
     values = [column[key].as_integer() for key in _USAGE_KEYS[:3]] + [column[_USAGE_KEYS[3]].as_float()]
     return sa.select(*[func.coalesce(func.sum(v), 0) for v in values]).where(Run.usage.is_not(None))
+
+
+def _egress_refusals() -> sa.Select:
+    """(project id, refusals) from the turns' ``network … refused`` cards. The card's JSON is the
+    proxy's own (app.agents.egress.refusal_reporter); an agent's tool cards never have that kind."""
+    return (sa.select(Chat.project_id, func.count()).select_from(Event).join(Chat, Chat.id == Event.chat_id)
+            .where(Event.type == EventType.TOOL.value, Event.text.like('%"kind": "network"%'),
+                   Event.text.like('%"status": "refused"%'), Chat.project_id.is_not(None))
+            .group_by(Chat.project_id))
 
 
 def _lateness(values: list[float]) -> HistogramMetricFamily:

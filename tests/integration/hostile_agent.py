@@ -6,6 +6,8 @@ JSON line (and, for the limit modes, the exception that ended it on stderr, as a
 crash). Modes:
 
 - ``probe``: every way out we know of; each check is [blocked, detail];
+- ``network``: every network target it is given, directly and through the egress proxy, and what
+  ``/proc/net`` shows of the host;
 - ``hold``: report who we are, then wait until the host creates ``release`` in the workspace;
 - ``fork``/``memory``/``bigfile``/``dd``: push one limit until it stops us (``hold`` first when asked);
 - ``schedule``/``fire``: use the turn's own grant against the agent API beyond what it allows.
@@ -17,6 +19,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import urllib.error
@@ -95,6 +98,55 @@ def probe(a: dict[str, Any]) -> None:
     blocked("nested_user_namespace", unshare_user)
     RESULTS["own_workspace_writable"] = [True, write("agent-was-here.txt")]
     RESULTS["own_home_writable"] = [True, write(os.path.join(os.environ["HOME"], "agent-was-here.txt"))]
+    print(json.dumps(RESULTS), flush=True)
+
+
+def connect(host: str, port: int) -> str:
+    with socket.create_connection((host, port), timeout=5):
+        return "connected"
+
+
+def through_proxy(host: str, port: int) -> str:
+    """CONNECT host:port through HTTPS_PROXY (the relay); its status line."""
+    proxy = os.environ.get("HTTPS_PROXY", "")
+    if not proxy.startswith("http://"):
+        raise OSError("no egress proxy in the environment")
+    relay_host, relay_port = proxy[len("http://"):].rstrip("/").rsplit(":", 1)
+    with socket.create_connection((relay_host, int(relay_port)), timeout=10) as conn:
+        conn.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        return conn.recv(200).decode("latin-1").split("\r\n")[0]
+
+
+def foreign_sockets() -> list[str]:
+    """What /proc/net shows beyond the sandbox's own: TCP/UDP sockets other than the relay's
+    listener and its connections (port 3128), named or abstract unix sockets other than the proxy's."""
+    found = []
+    for name in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            lines = read_all(f"/proc/net/{name}").splitlines()[1:]
+        except OSError:
+            continue
+        found += [f"{name}: {line.strip()}" for line in lines if ":0C38 " not in line]
+    unix = read_all("/proc/net/unix").splitlines()[1:]  # unnamed ones are this namespace's pipes
+    found += [f"unix: {line.strip()}" for line in unix
+              if len(line.split()) > 7 and not line.split()[7].startswith("/run/chatcron/")]
+    return found
+
+
+def read_all(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def network(a: dict[str, Any]) -> None:
+    for name, (host, port) in a["targets"].items():
+        blocked(f"direct:{name}", lambda h=host, p=port: connect(h, p))
+        blocked(f"proxy:{name}", lambda h=host, p=port: through_proxy(h, p),
+                refused=lambda got: not str(got).startswith("HTTP/1.1 200"))
+    blocked("proc_net_shows_the_host", foreign_sockets, refused=lambda got: got == [])
+    allowed = a.get("allowed")
+    if allowed:  # what the project allows does get through
+        RESULTS["allowed"] = [False, through_proxy(*allowed)]
     print(json.dumps(RESULTS), flush=True)
 
 
@@ -227,7 +279,7 @@ def fire(a: dict[str, Any]) -> None:
     print(json.dumps(codes), flush=True)
 
 
-MODES = {"probe": probe, "hold": hold, "fork": fork, "memory": memory, "bigfile": bigfile, "dd": dd,
+MODES = {"probe": probe, "network": network, "hold": hold, "fork": fork, "memory": memory, "bigfile": bigfile, "dd": dd,
          "schedule": schedule, "fire": fire}
 
 if __name__ == "__main__":

@@ -291,18 +291,20 @@ def test_without_bubblewrap_a_turn_fails_saying_how_to_fix_it(fenced: Fenced, mo
     assert not (fenced.workspace / "agent-was-here.txt").exists()
 
 
-def test_a_data_dir_the_agent_uid_cannot_reach_fails_the_turn_naming_the_folder(db_url: str) -> None:
+def test_a_data_dir_and_an_agent_under_a_closed_folder_work_and_the_folder_is_left_alone(db_url: str) -> None:
+    """A checkout or data dir under a 0700 home (or `mktemp -d`): the agent uid cannot traverse the
+    folder above, so the root server stages what the agent sees (app.agents.sandbox.bwrap)."""
     with open_tmp() as root:
         closed = root / "closed"
         closed.mkdir(mode=0o700)
-        settings, line = agent_script(Settings(data_dir=closed / "data", database_url=db_url), HOSTILE.read_text())
+        settings = Settings(data_dir=closed / "data", database_url=db_url)
+        settings, line = agent_script(settings, HOSTILE.read_text())  # under the closed folder too
         core = make_core(with_settings(settings, provider="command", provider_command=line))
         try:
             world = build(core, None)  # type: ignore[arg-type] - no agent API needed
-            result = world.finished(world.start("probe", {}))
-            assert result.status == RunStatus.FAILED
-            assert f"{closed} (drwx------) is not traversable by the agent's uid 65534" in result.error, result.error
-            assert "CHATCRON_DATA_DIR" in result.error and "CHATCRON_AGENT_SANDBOX=off" in result.error
+            result = world.finished(world.start("network", {"targets": {}}))
+            assert result.status == RunStatus.SUCCEEDED, result
+            assert json.loads(result.output) == {"proc_net_shows_the_host": [True, "[]"]}
             assert (closed.stat().st_mode & 0o777) == 0o700, "the product changed a folder above its data dir"
         finally:
             core.prompts.shutdown(5.0)
@@ -319,7 +321,7 @@ def test_the_database_file_is_private_and_the_data_dir_only_traversable() -> Non
             assert [(data / f).stat().st_mode & 0o007 for f in ("", "workspaces", "agent-homes")] == [0o001] * 3
             files = [p for p in data.iterdir() if p.name.startswith("chatcron.db")]
             assert files and {p.stat().st_mode & 0o777 for p in files} == {0o600}, files
-            assert sandbox.health(core.settings) == {"agent_sandbox": "bwrap"}
+            assert sandbox.health(core.settings) == {"agent_sandbox": "bwrap", "agent_network": "proxy"}
         finally:
             core.prompts.shutdown(5.0)
             core.db.dispose()

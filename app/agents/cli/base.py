@@ -29,6 +29,9 @@ class Preset:
     # settings → None, or InvalidInput naming the setting; ``set-provider`` calls it (prepare_home
     # checks the same before writing anything, for settings stored before)
     check: Callable[[Mapping[str, str]], None] | None = None
+    # the model API hosts the egress proxy lets it reach (SPEC §12.1), besides the project's
+    # env.*_BASE_URL hosts and allow_hosts
+    model_hosts: tuple[str, ...] = ()
 
     def version(self, install_dir: Path) -> str | None:
         """The installed version of the preset's main package, or None when it is not installed."""

@@ -78,6 +78,7 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
 
 PRESET = Preset(
     name="claude",
+    model_hosts=("api.anthropic.com:443",),
     packages={ADAPTER: "0.23.1", CLAUDE_CODE: "2.1.328"},
     argv=_argv,
     env=_env,

@@ -256,6 +256,7 @@ def session_usage(home: Path, session_id: str) -> dict[str, int] | None:
 
 PRESET = Preset(
     name="codex",
+    model_hosts=("api.openai.com:443",),
     packages={ADAPTER: VERSION},
     argv=_argv,
     env=_env,

@@ -104,6 +104,8 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
 
 PRESET = Preset(
     name="gemini",
+    model_hosts=("generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443",
+                 "oauth2.googleapis.com:443"),
     packages={PACKAGE: VERSION},
     argv=_argv,
     env=_env,

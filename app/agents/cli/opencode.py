@@ -126,6 +126,7 @@ def _prepare_home(home: Path, settings: Mapping[str, str]) -> list[Path]:
 
 PRESET = Preset(
     name="opencode",
+    model_hosts=("api.anthropic.com:443", "api.openai.com:443", "generativelanguage.googleapis.com:443"),
     packages={PACKAGE: VERSION},
     argv=_argv,
     env=_env,

@@ -19,7 +19,7 @@ from app.core.ports import ProviderError, TurnStream
 ALLOW_HOSTS = "allow_hosts"
 REFUSED_KIND, REFUSED_STATUS = "network", "refused"
 
-__all__ = ["ALLOW_HOSTS", "BadHost", "Policy", "policy_of", "refusal_reporter", "refused_title"]
+__all__ = ["ALLOW_HOSTS", "BadHost", "Policy", "policy_of", "refusal_reporter", "refused_title", "stream_writer"]
 
 
 def policy_of(settings: Mapping[str, object], model_hosts: Iterable[str] = ()) -> Policy:
@@ -38,13 +38,18 @@ def refused_title(host: str, port: int) -> str:
     return f"network: {shown}:{port} refused"
 
 
-def refusal_reporter(stream: TurnStream) -> Callable[[str, int], None]:
-    """What the proxy calls when it refuses this turn's agent a connection: a ``tool`` event."""
+def refusal_reporter(write_tool: Callable[[str], None]) -> Callable[[str, int], None]:
+    """What the proxy calls when it refuses this turn's agent a connection: ``write_tool`` gets a
+    ``tool`` event's JSON (the turn's stream, or an ACP turn's sink)."""
     numbers = itertools.count(1)
 
     def report(host: str, port: int) -> None:
         call = {"id": f"network-refused-{next(numbers)}", "title": refused_title(host, port), "kind": REFUSED_KIND,
                 "status": REFUSED_STATUS}
-        stream.event(EventType.TOOL, json.dumps(call))
+        write_tool(json.dumps(call))
 
     return report
+
+
+def stream_writer(stream: TurnStream) -> Callable[[str], None]:
+    return lambda text: stream.event(EventType.TOOL, text)

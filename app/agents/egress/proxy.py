@@ -131,8 +131,8 @@ async def _serve(route: Route, reader: asyncio.StreamReader, writer: asyncio.Str
         try:
             target = await _decide(route, host, port)
         except Refused as exc:
+            await _report(route, host, port)  # in the turn's log before the agent hears of it
             await _answer(writer, 403, f"chatcron egress: {host}:{port} refused ({exc})")
-            _report(route, host, port)
             return
         try:
             up_reader, upstream = await asyncio.wait_for(asyncio.open_connection(str(target[0]), target[1]),
@@ -207,7 +207,7 @@ async def _decide(route: Route, host: str, port: int) -> tuple[Address | str, in
     return chosen, port
 
 
-def _report(route: Route, host: str, port: int) -> None:
+async def _report(route: Route, host: str, port: int) -> None:
     log.info("action=egress_refused host=%s port=%s", host, port)
     callback = route.on_refused
     if callback is None:
@@ -219,7 +219,7 @@ def _report(route: Route, host: str, port: int) -> None:
         except Exception:  # a turn that ended meanwhile, a store hiccup: the refusal itself stands
             log.exception("action=egress_refused_report_failed host=%s port=%s", host, port)
 
-    asyncio.get_running_loop().run_in_executor(None, call)
+    await asyncio.get_running_loop().run_in_executor(None, call)
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:

@@ -82,7 +82,8 @@ class AcpProvider:
         argv = self.config.argv
 
         def launch():  # a Launch
-            return _launch(self.settings, argv, workspace=cwd, home=home, env=env, read_only=read_only)
+            return _launch(self.settings, argv, workspace=cwd, home=home, env=env, read_only=read_only,
+                           egress=self.config.egress)
 
         key = (argv, tuple(sorted(env.items())), str(home), str(cwd))
         tokens = self.config.preset.session_usage if self.config.preset is not None else None

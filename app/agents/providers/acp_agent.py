@@ -23,6 +23,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation, InitializeResponse
 
 from app.agents import sandbox
+from app.agents.egress.policy import Policy
 from app.agents.providers.acp_client import AgentClient, quiet_sdk_usage_errors
 from app.agents.sandbox import Launch
 from app.core.config import Settings
@@ -35,10 +36,12 @@ INITIALIZE_SECONDS = 60.0
 
 
 def _launch(settings: Settings, argv: Sequence[str], *, workspace: Path, home: Path, env: Mapping[str, str],
-            read_only: Sequence[Path] = ()) -> Launch:
+            read_only: Sequence[Path] = (), egress: Policy | None = None) -> Launch:
     """The one place an agent process's command line is decided: the agent sandbox's (SPEC §12),
-    with node's install and the token folder read-only, HOME the agent home (sessions persist)."""
-    return sandbox.prepare(settings, argv, workspace=workspace, home=home, env=env, read_only=read_only)
+    with node's install and the token folder read-only, HOME the agent home (sessions persist),
+    its network through the egress proxy under ``egress`` (SPEC §12.1)."""
+    return sandbox.prepare(settings, argv, workspace=workspace, home=home, env=env, read_only=read_only,
+                           egress=egress)
 
 
 class AgentExited(ProviderError):

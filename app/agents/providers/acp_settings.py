@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.agents.cli.base import Preset
+from app.agents.egress.policy import Policy
 from app.agents.providers.acp_policy import ALLOW, ASK, DENY
 
 POLICIES = (ALLOW, DENY, ASK)
@@ -23,3 +24,4 @@ class AcpConfig:
     preset: Preset | None = None
     install_dir: Path | None = None
     options: Mapping[str, str] = dataclasses.field(default_factory=dict)  # all string settings (prepare_home)
+    egress: Policy = dataclasses.field(default_factory=lambda: Policy(()))  # where it may connect (SPEC §12.1)

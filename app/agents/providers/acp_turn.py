@@ -26,6 +26,7 @@ from typing import Any
 import acp
 from acp import text_block
 
+from app.agents import egress
 from app.agents.providers import openai
 from app.agents.providers.acp_agent import AgentExited, Launch, WarmAgent
 from app.agents.providers.acp_client import TurnSink
@@ -219,6 +220,9 @@ async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace:
     sink = control.sink
     agent, _ = await _race(pool.acquire(plan.chat_id, plan.key, plan.launch), control.cancel)
     keep, response = True, None
+    route = agent.launch.route if agent.launch is not None else None
+    if route is not None:  # a connection the proxy refuses is a card of this turn (SPEC §12.1)
+        route.on_refused = egress.refusal_reporter(lambda text: sink.put("tool", text))
     try:
         try:
             session_id, text = await _race(_open(agent, plan, sink), control.cancel)
@@ -256,6 +260,8 @@ async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace:
         keep = False
         raise
     finally:
+        if route is not None:
+            route.on_refused = None  # between turns a refusal is logged only
         if keep and agent.alive:
             await pool.release(plan.chat_id, agent)
         else:

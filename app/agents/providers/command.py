@@ -220,7 +220,7 @@ class CommandProvider:
                                      egress=self.egress)
             try:
                 if launch.route is not None:
-                    launch.route.on_refused = egress.refusal_reporter(stream_of(emit))
+                    launch.route.on_refused = egress.refusal_reporter(egress.stream_writer(stream_of(emit)))
                 child = _Child(launch, self.argv[0], request.text.encode("utf-8"))
                 try:
                     self._pump(child, emit, cancel)

@@ -152,7 +152,8 @@ def acp_config(settings: Settings, options: Mapping[str, object]) -> AcpConfig:
     return AcpConfig(argv=argv, env=env, policy=policy, model=str(options.get("model") or "") or None,
                      history_budget=budget if isinstance(budget, int) else openai.DEFAULT_HISTORY_BUDGET_CHARS,
                      preset=preset, install_dir=install_dir,
-                     options={k: v for k, v in options.items() if isinstance(v, str)})
+                     options={k: v for k, v in options.items() if isinstance(v, str)},
+                     egress=egress.policy_of(options, preset.model_hosts if preset is not None else ()))
 
 
 class ProviderFactory:

@@ -34,10 +34,10 @@ from app.agents.egress.proxy import Listener, Route, proxy
 from app.agents.sandbox import bwrap, probe
 from app.agents.sandbox.dirs import (
     SandboxError,
+    closed_parent,
     hand_over,
     hand_over_written,
     prepare_data_dir,
-    require_reachable,
     scratch,
     switches_uid,
 )
@@ -130,7 +130,9 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
                       max_file_bytes=settings.agent_max_file_bytes,
                       max_memory_bytes=settings.agent_max_memory_bytes, switch_uid=switches_uid(settings),
                       env_fd=fds[0], passwd_fd=fds[1], group_fd=fds[2],
-                      egress=listener.path.parent if listener is not None else None)
+                      egress=listener.path.parent if listener is not None else None,
+                      staged=_unreachable(settings, [*extra, workspace, home,
+                                                     *([listener.path.parent] if listener is not None else [])]))
     # bwrap's own environment is readable inside (it is the sandbox's pid 1): nothing but PATH
     return Launch(bwrap.command(plan, argv), {"PATH": probe.HOST_PATH}, workspace, pass_fds=fds, sandboxed=True,
                   egress=listener, route=route)
@@ -188,7 +190,14 @@ def _check(settings: Settings, workspace: Path, home: Path, read_only: tuple[Pat
             raise SandboxError(f"{path}, which the agent needs to read, does not exist")
         if data.is_relative_to(path.resolve()) or path.resolve() in (data / "workspaces", data / "agent-homes"):
             raise SandboxError(f"{path} cannot be shown to the agent: it holds the data dir")
-    require_reachable(settings, [workspace, home, *read_only])
+
+
+def _unreachable(settings: Settings, sources: Sequence[Path]) -> tuple[Path, ...]:
+    """The bind sources the agent uid cannot reach itself (a closed folder above them): staged by
+    the root server first (app.agents.sandbox.bwrap). A non-root server's bwrap has its own uid."""
+    if not switches_uid(settings):
+        return ()
+    return tuple(p for p in dict.fromkeys(sources) if closed_parent(p, settings.agent_uid, settings.agent_gid))
 
 
 def _visible_ca(settings: Settings, read_only: tuple[Path, ...]) -> dict[str, str]:
@@ -212,10 +221,26 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
+def network(settings: Settings) -> str:
+    """``proxy`` (each agent in a network namespace of its own, out only through the egress proxy)
+    or ``host`` (CHATCRON_AGENT_NETWORK=host, or no sandbox at all)."""
+    return "proxy" if settings.agent_sandbox == "bwrap" and settings.agent_network == "proxy" else "host"
+
+
+def describe_network(settings: Settings) -> str:
+    """One line for ``list-agents``."""
+    if network(settings) == "proxy":
+        return ("network: proxy (each agent in a network namespace of its own; out only through the egress "
+                "proxy, to its model hosts, its base URLs and the project's allow_hosts)")
+    why = "the sandbox is off" if settings.agent_sandbox == "off" else "CHATCRON_AGENT_NETWORK=host"
+    return f"network: host (agents share the host's network: {why})"
+
+
 def health(settings: Settings) -> dict[str, str]:
     """``agent_sandbox`` for /api/health: ``bwrap`` or ``off``; a sandbox that cannot run adds
-    ``agent_sandbox_problem`` (agent turns fail with that text)."""
-    out = {"agent_sandbox": settings.agent_sandbox}
+    ``agent_sandbox_problem`` (agent turns fail with that text); ``agent_network``: ``proxy`` or
+    ``host``."""
+    out = {"agent_sandbox": settings.agent_sandbox, "agent_network": network(settings)}
     if settings.agent_sandbox == "bwrap":
         found = probe.problem(settings)
         if found is not None:
@@ -233,7 +258,6 @@ def log_mode(settings: Settings) -> None:
     if not switches_uid(settings):
         log.warning("action=agent_sandbox_same_uid pid=%s detail=the server is not root: sandboxed agents "
                     "keep the server's uid on the host", pid)
-    try:
-        require_reachable(settings, [settings.workspaces_dir.resolve() / "0"])
-    except SandboxError as exc:
-        log.error("action=agent_sandbox_unreachable pid=%s detail=%s", pid, exc)
+    if network(settings) == "host":
+        log.warning("action=agent_network_host pid=%s detail=agents share the host's network: every loopback "
+                    "service is within their reach (CHATCRON_AGENT_NETWORK=host)", pid)

@@ -2,8 +2,15 @@
 
 The chain, each program exec'ing the next in the same process:
 
-    prlimit (limits, set while still root) → setpriv (becomes the agent uid on the host) →
-    bwrap (unprivileged: a user namespace mapping the agent uid to itself) → the agent
+    prlimit (limits, set while still root) → [staging bwrap] → setpriv (becomes the agent uid on
+    the host) → bwrap (unprivileged: a user namespace mapping the agent uid to itself) →
+    [the network relay] → the agent
+
+bwrap resolves every bind source with the agent uid's permissions, so a folder under a parent that
+uid cannot traverse (a data dir or checkout under a 0700 home) cannot be bound by it. A root server
+then stages such folders first: a bwrap of its own, still root, binds them into a private tmpfs
+(:data:`STAGE`) in a mount namespace of its own, from where the unprivileged bwrap binds them on.
+Nothing on the host changes; the staging namespace ends with the agent.
 
 Running bwrap as root with ``--unshare-user --uid N`` would NOT do: its process stays host uid 0
 (uid_map ``N 0 1``), owns every root file it can see, and RLIMIT_NPROC does not apply to it.
@@ -18,25 +25,30 @@ from collections.abc import Iterable
 from pathlib import Path
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+STAGE = Path("/mnt")  # the staging tmpfs, in the staging bwrap's own mount namespace only
 EGRESS_INSIDE = Path("/run/chatcron")  # the egress proxy's socket folder, as the agent sees it
 RELAY_PORT = 3128
 RELAY_URL = f"http://127.0.0.1:{RELAY_PORT}"
 # The relay inside the agent's network namespace: socat listens on 127.0.0.1:RELAY_PORT and hands
 # each connection to the proxy's unix socket; the agent starts once the listener is up (read from
-# /proc/net/tcp, which shows this namespace alone), so its first call never fails. A missing agent
+# /proc/net/tcp, which shows this namespace alone), so its first call never fails. (The exec is
+# outside the loop: inside, its stdin would be the loop's /proc/net/tcp.) A missing agent
 # program is said the way bwrap says it (exits.explain_exit reads it).
 _LISTENING = f"0100007F:{RELAY_PORT:04X}"
 RELAY_SCRIPT = f"""command -v "$1" >/dev/null 2>&1 || {{
   echo "bwrap: execvp $1: No such file or directory" >&2; exit 1; }}
 socat -lf /dev/null TCP-LISTEN:{RELAY_PORT},bind=127.0.0.1,reuseaddr,fork \\
   UNIX-CONNECT:{EGRESS_INSIDE}/egress.sock </dev/null >/dev/null 2>&1 &
-relay=$!
-while :; do
+relay=$! ready=
+while [ -z "$ready" ]; do
   while read -r _ address _ state _; do
-    if [ "$address" = {_LISTENING} ] && [ "$state" = 0A ]; then exec "$@"; fi
+    if [ "$address" = {_LISTENING} ] && [ "$state" = 0A ]; then ready=1; break; fi
   done </proc/net/tcp
-  kill -0 "$relay" 2>/dev/null || {{ echo "bwrap: the network relay (socat) did not start" >&2; exit 1; }}
-done"""
+  [ -n "$ready" ] || kill -0 "$relay" 2>/dev/null || {{
+    echo "bwrap: the network relay (socat) did not start" >&2; exit 1; }}
+done
+exec "$@"
+"""
 TMP_BYTES = 512 << 20  # /tmp and /dev/shm are memory-backed: capped
 SHM_BYTES = 64 << 20
 
@@ -72,6 +84,11 @@ class Plan:
     passwd_fd: int  # --ro-bind-data: an /etc/passwd naming the agent uid, home = its HOME
     group_fd: int
     egress: Path | None = None  # the proxy's socket folder: a network namespace of its own; None = the host's
+    staged: tuple[Path, ...] = ()  # bind sources the agent uid cannot reach: staged first (root only)
+
+    def source(self, path: Path) -> str:
+        """Where the unprivileged bwrap finds ``path``: its staged place, or the path itself."""
+        return str(STAGE / str(self.staged.index(path))) if path in self.staged else str(path)
 
 
 def limits(plan: Plan) -> list[str]:
@@ -136,7 +153,7 @@ def bwrap(plan: Plan) -> list[str]:
              "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
     if plan.egress is not None:
-        args += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(plan.egress), str(EGRESS_INSIDE)]
+        args += ["--perms", "0755", "--dir", "/run", "--ro-bind", plan.source(plan.egress), str(EGRESS_INSIDE)]
     # a bind under /tmp (a data dir there) needs its folders inside the private /tmp, which the agent
     # may write: they go on a tmpfs of their own, made read-only below, so the agent cannot add to them
     tops = sorted({Path("/tmp", p.relative_to("/tmp").parts[0]) for p in parents if _under_tmp(p)})
@@ -144,10 +161,10 @@ def bwrap(plan: Plan) -> list[str]:
         args += ["--perms", "0755", "--size", str(1 << 20), "--tmpfs", str(top)]
     args += _dirs(p for p in parents if _under_tmp(p) and p not in tops)
     for path in plan.read_only:
-        args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(plan.workspace), str(plan.workspace)]
+        args += ["--ro-bind", plan.source(path), str(path)]
+    args += ["--bind", plan.source(plan.workspace), str(plan.workspace)]
     if plan.home != plan.workspace:
-        args += ["--bind", str(plan.home), str(plan.home)]
+        args += ["--bind", plan.source(plan.home), str(plan.home)]
     # bwrap itself covers only /proc/{irq,bus}; the rest of /proc (sys/kernel/...) read-only too,
     # and the tmpfs root: nothing is writable but the workspace, the home and /tmp
     for top in tops:
@@ -155,10 +172,21 @@ def bwrap(plan: Plan) -> list[str]:
     return args + ["--remount-ro", "/proc", "--remount-ro", "/", "--chdir", str(plan.workspace), "--"]
 
 
+def staging(plan: Plan) -> list[str]:
+    """The root bwrap that binds the unreachable sources into a private tmpfs (see the module's
+    docstring); it keeps only what setpriv needs to become the agent uid."""
+    if not plan.staged:
+        return []
+    args = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", str(STAGE)]
+    for index, path in enumerate(plan.staged):
+        args += ["--bind", str(path), str(STAGE / str(index))]
+    return args + ["--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
+
+
 def command(plan: Plan, argv: Iterable[str]) -> list[str]:
     """The whole argv handed to Popen."""
     relay = ["/bin/sh", "-c", RELAY_SCRIPT, "chatcron-relay"] if plan.egress is not None else []
-    return [*limits(plan), *switch_uid(plan), *bwrap(plan), *relay, *argv]
+    return [*limits(plan), *staging(plan), *switch_uid(plan), *bwrap(plan), *relay, *argv]
 
 
 def environment_args(env: dict[str, str]) -> bytes:

@@ -1,10 +1,10 @@
 """The folders an agent may see, and the host-side modes and owners that make them reachable.
 
 bubblewrap runs as the agent's uid (see ``app.agents.sandbox``), so it resolves every bind source
-with that uid's permissions: each parent of a workspace, agent home or read-only path must be
-traversable (``x``) by it. The product sets what it owns — the data dir and its own folders get
+with that uid's permissions. The product sets what it owns — the data dir and its own folders get
 ``o=x`` (traverse, never list), the SQLite file ``0600`` — and never touches a folder above the
-data dir: when one of those is closed, a turn fails with a message naming it.
+data dir: a source under a closed folder (:func:`closed_parent`) is staged by the root server
+instead (app.agents.sandbox.bwrap).
 """
 
 from __future__ import annotations
@@ -55,20 +55,6 @@ def closed_parent(path: Path, uid: int, gid: int) -> Path | None:
     return None
 
 
-def require_reachable(settings: Settings, paths: list[Path]) -> None:
-    """Raise SandboxError naming the first closed folder above one of ``paths``."""
-    if not switches_uid(settings):
-        return  # bwrap runs as the server's own uid, which reaches whatever the server does
-    for path in paths:
-        closed = closed_parent(path, settings.agent_uid, settings.agent_gid)
-        if closed is not None:
-            mode = stat.filemode(closed.stat().st_mode) if closed.exists() else "missing"
-            raise SandboxError(
-                f"the agent sandbox cannot reach {path}: {closed} ({mode}) is not traversable by the agent's "
-                f"uid {settings.agent_uid}. Put the data dir (CHATCRON_DATA_DIR) where every parent folder is "
-                f"traversable (e.g. /var/lib/chatcron, or chmod o+x {closed}), or set CHATCRON_AGENT_SANDBOX=off")
-
-
 def _open_to_traverse(path: Path) -> None:
     """o=x on a folder the product owns: the agent's uid may pass through it, never list it."""
     with contextlib.suppress(OSError):  # not ours to change (e.g. a mounted volume): reported at the turn
@@ -88,7 +74,7 @@ def prepare_data_dir(settings: Settings) -> None:
     data.mkdir(parents=True, exist_ok=True)
     if switches_uid(settings):
         for folder in (data, settings.workspaces_dir, settings.agent_homes_dir, settings.agent_tokens_dir,
-                       data / "tmp"):
+                       data / "tmp", data / "egress"):
             folder.mkdir(exist_ok=True)
             _open_to_traverse(folder)
     url = normalize_url(settings.db_url)

@@ -20,12 +20,12 @@ _USERNS_SIGNS = ("No permissions to creating new namespace", "setting up uid map
                  "Operation not permitted")
 
 _lock = threading.Lock()
-_known: dict[tuple[int, int, bool], tuple[float, str | None]] = {}
+_known: dict[tuple[int, int, bool, bool], tuple[float, str | None]] = {}
 
 
 def problem(settings: Settings) -> str | None:
     """None when the sandbox works for these settings, else what is wrong and how to fix it."""
-    key = (settings.agent_uid, settings.agent_gid, switches_uid(settings))
+    key = (settings.agent_uid, settings.agent_gid, switches_uid(settings), settings.agent_network == "proxy")
     with _lock:
         known = _known.get(key)
     if known is not None and (known[1] is None or time.monotonic() - known[0] < RETRY_SECONDS):
@@ -36,16 +36,21 @@ def problem(settings: Settings) -> str | None:
     return found
 
 
-def _ask(uid: int, gid: int, switch: bool) -> str | None:
+def _ask(uid: int, gid: int, switch: bool, network: bool) -> str | None:
     missing = [tool for tool in ("bwrap", "setpriv", "prlimit") if shutil.which(tool, path=HOST_PATH) is None]
     if "bwrap" in missing:
         return NOT_INSTALLED
     if missing:
         return f"{' and '.join(missing)} (util-linux) is not installed; install util-linux {OFF_HINT}"
+    if network and shutil.which("socat", path=HOST_PATH) is None:
+        return ("socat is not installed: it relays a sandboxed agent's connections to the egress proxy; install it "
+                "(Debian/Ubuntu: apt-get install socat; `make run` does) or set CHATCRON_AGENT_NETWORK=host to "
+                "let agents share the host's network")
     argv = [*(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"] if switch else []),
             "bwrap", "--unshare-user", "--uid", str(uid), "--gid", str(gid), "--disable-userns",
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+            "--new-session", "--cap-drop", "ALL", *(["--unshare-net"] if network else []),
+            "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=15, env={"PATH": HOST_PATH}, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
