@@ -43,6 +43,8 @@ def digest_tree(folder: Path) -> dict[str, str]:
             out[key] = "link"
         elif path.is_dir():
             out[key] = "dir"
+        elif path.is_socket():  # a running agent's egress socket
+            out[key] = "socket"
         else:
             out[key] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
@@ -107,7 +109,7 @@ class Fenced:
         tables = {k: v for k, v in table_contents(self.core).items() if k not in TURN_TABLES}
         files = {k: v for k, v in digest_tree(data).items()
                  if not k.startswith((f"workspaces/{self.project}", f"agent-homes/{self.project}", "chatcron.db",
-                                      "tmp/", "agent-tokens/"))}
+                                      "tmp/", "agent-tokens/", "egress/"))}  # egress/: the proxy's sockets
         return {"tables": tables, "files": files}
 
     def fire_target(self) -> tuple[int, int, int]:

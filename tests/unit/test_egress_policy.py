@@ -41,6 +41,7 @@ def test_the_setting_takes_commas_or_spaces() -> None:
 def test_a_base_url_allows_its_exact_host_and_port() -> None:
     assert url_rule("https://api.example.com/v1") == Rule("api.example.com", 443)
     assert url_rule("http://127.0.0.1:8123/v1") == Rule("127.0.0.1", 8123)
+    assert url_rule("http://localhost:11434") == Rule("127.0.0.1", 11434)  # a local model server
     assert url_rule("ftp://example.com") is None and url_rule("not a url") is None
 
 
@@ -81,3 +82,9 @@ def test_a_loopback_literal_from_a_base_url_is_allowed_on_its_port_only() -> Non
     policy = Policy.build([], ["http://127.0.0.1:8123/v1"], ())
     assert policy.pick("127.0.0.1", 8123, [ip("127.0.0.1")]) == ip("127.0.0.1")
     assert not policy.allows_name("127.0.0.1", 5432)
+
+
+def test_allowed_loopback_ports_are_the_ones_mirrored_inside() -> None:
+    policy = Policy.build(["api.anthropic.com:443"], ["http://localhost:11434", "https://api.example.com"],
+                          parse_allow_hosts("127.0.0.1:8123, 127.0.0.1, 10.0.0.1:80"))
+    assert policy.loopback_ports() == (8123, 11434)

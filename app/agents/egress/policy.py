@@ -105,7 +105,8 @@ def url_rule(url: str) -> Rule | None:
         return None
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname or port is None:
         return None
-    return Rule(normal_host(parts.hostname), port)
+    host = normal_host(parts.hostname)
+    return Rule("127.0.0.1" if host == "localhost" else host, port)  # a local model server: the loopback
 
 
 def forbidden(address: Address) -> bool:
@@ -131,6 +132,10 @@ class Policy:
         rules = [parse_rule(h) for h in model_hosts]
         rules += [r for r in (url_rule(u) for u in base_urls) if r is not None]
         return cls(tuple(dict.fromkeys([*rules, *allow_hosts])))
+
+    def loopback_ports(self) -> tuple[int, ...]:
+        """The host loopback ports allowed by literal (a local model server): mirrored inside."""
+        return tuple(sorted({r.port for r in self.rules if r.host == "127.0.0.1" and r.port != ANY_PORT}))
 
     def allows_name(self, host: str, port: int) -> bool:
         host = normal_host(host)

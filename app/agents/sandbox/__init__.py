@@ -118,6 +118,8 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
         route = _route(settings, env, egress or Policy(()))
         listener = _listen(settings, route)
         env.update(dict.fromkeys(PROXY_VARIABLES, bwrap.RELAY_URL))  # over the agent's own: nothing else leads out
+        # its own loopback is its own (an agent CLI's local server, a tool it starts): reached directly
+        env.update(dict.fromkeys(NO_PROXY_VARIABLES, "localhost,127.0.0.1,::1"))
     passwd, group = bwrap.passwd_lines(settings.agent_uid, settings.agent_gid, home)
     try:
         fds = (_memfd(bwrap.environment_args({**base, **env})), _memfd(passwd), _memfd(group))
@@ -131,6 +133,7 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
                       max_memory_bytes=settings.agent_max_memory_bytes, switch_uid=switches_uid(settings),
                       env_fd=fds[0], passwd_fd=fds[1], group_fd=fds[2],
                       egress=listener.path.parent if listener is not None else None,
+                      mirrors=route.policy.loopback_ports() if route is not None else (),
                       staged=_unreachable(settings, [*extra, workspace, home,
                                                      *([listener.path.parent] if listener is not None else [])]))
     # bwrap's own environment is readable inside (it is the sandbox's pid 1): nothing but PATH
@@ -139,6 +142,7 @@ def prepare(settings: Settings, argv: Sequence[str], *, workspace: Path, home: P
 
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 
 
 def _route(settings: Settings, env: dict[str, str], policy: Policy) -> Route:

@@ -30,25 +30,41 @@ EGRESS_INSIDE = Path("/run/chatcron")  # the egress proxy's socket folder, as th
 RELAY_PORT = 3128
 RELAY_URL = f"http://127.0.0.1:{RELAY_PORT}"
 # The relay inside the agent's network namespace: socat listens on 127.0.0.1:RELAY_PORT and hands
-# each connection to the proxy's unix socket; the agent starts once the listener is up (read from
-# /proc/net/tcp, which shows this namespace alone), so its first call never fails. (The exec is
-# outside the loop: inside, its stdin would be the loop's /proc/net/tcp.) A missing agent
-# program is said the way bwrap says it (exits.explain_exit reads it).
-_LISTENING = f"0100007F:{RELAY_PORT:04X}"
-RELAY_SCRIPT = f"""command -v "$1" >/dev/null 2>&1 || {{
-  echo "bwrap: execvp $1: No such file or directory" >&2; exit 1; }}
-socat -lf /dev/null TCP-LISTEN:{RELAY_PORT},bind=127.0.0.1,reuseaddr,fork \\
-  UNIX-CONNECT:{EGRESS_INSIDE}/egress.sock </dev/null >/dev/null 2>&1 &
-relay=$! ready=
-while [ -z "$ready" ]; do
-  while read -r _ address _ state _; do
-    if [ "$address" = {_LISTENING} ] && [ "$state" = 0A ]; then ready=1; break; fi
-  done </proc/net/tcp
-  [ -n "$ready" ] || kill -0 "$relay" 2>/dev/null || {{
-    echo "bwrap: the network relay (socat) did not start" >&2; exit 1; }}
-done
-exec "$@"
-"""
+# each connection to the proxy's unix socket. A loopback port of the host the agent is allowed (a
+# local model server named by a base URL) is mirrored: socat listens on that port inside and asks
+# the proxy for it (CONNECT), so a client that goes direct to 127.0.0.1 (NO_PROXY covers loopback:
+# the agent's own servers live there) still reaches it, and only it. The agent starts once every
+# listener is up (read from /proc/net/tcp, which shows this namespace alone), so its first call
+# never fails; the exec is outside the loop (inside, its stdin would be the loop's /proc/net/tcp).
+# A missing agent program is said the way bwrap says it (exits.explain_exit reads it).
+_SOCAT = "socat -lf /dev/null TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork {to} </dev/null >/dev/null 2>&1 &"
+
+
+def relay_script(mirrors: Iterable[int] = ()) -> str:
+    """The ``sh -c`` script that starts the relay (and the mirrors), then execs ``"$@"``."""
+    ports = [RELAY_PORT, *sorted(set(mirrors) - {RELAY_PORT})]
+    lines = ['command -v "$1" >/dev/null 2>&1 || {',
+             '  echo "bwrap: execvp $1: No such file or directory" >&2; exit 1; }',
+             _SOCAT.format(port=RELAY_PORT, to=f"UNIX-CONNECT:{EGRESS_INSIDE}/egress.sock"), 'pids="$!"']
+    for port in ports[1:]:
+        lines += [_SOCAT.format(port=port, to=f"PROXY:127.0.0.1:127.0.0.1:{port},proxyport={RELAY_PORT}"),
+                  'pids="$pids $!"']
+    want = " ".join(f"{port:04X}" for port in ports)
+    lines += [f'want="{want}" ready=',
+              'while [ -z "$ready" ]; do',
+              '  up=" "',
+              '  while read -r _ address _ state _; do',
+              '    if [ "$state" = 0A ]; then case "$address" in 0100007F:*) up="$up${address#0100007F:} ";; esac; fi',
+              '  done </proc/net/tcp',
+              '  ready=1',
+              '  for port in $want; do case "$up" in *" $port "*) ;; *) ready= ;; esac; done',
+              '  [ -n "$ready" ] || for pid in $pids; do kill -0 "$pid" 2>/dev/null || {',
+              '    echo "bwrap: the network relay (socat) did not start" >&2; exit 1; }; done',
+              'done',
+              'exec "$@"']
+    return "\n".join(lines) + "\n"
+
+
 TMP_BYTES = 512 << 20  # /tmp and /dev/shm are memory-backed: capped
 SHM_BYTES = 64 << 20
 
@@ -85,6 +101,7 @@ class Plan:
     group_fd: int
     egress: Path | None = None  # the proxy's socket folder: a network namespace of its own; None = the host's
     staged: tuple[Path, ...] = ()  # bind sources the agent uid cannot reach: staged first (root only)
+    mirrors: tuple[int, ...] = ()  # host loopback ports the agent is allowed: mirrored inside
 
     def source(self, path: Path) -> str:
         """Where the unprivileged bwrap finds ``path``: its staged place, or the path itself."""
@@ -185,7 +202,7 @@ def staging(plan: Plan) -> list[str]:
 
 def command(plan: Plan, argv: Iterable[str]) -> list[str]:
     """The whole argv handed to Popen."""
-    relay = ["/bin/sh", "-c", RELAY_SCRIPT, "chatcron-relay"] if plan.egress is not None else []
+    relay = ["/bin/sh", "-c", relay_script(plan.mirrors), "chatcron-relay"] if plan.egress is not None else []
     return [*limits(plan), *staging(plan), *switch_uid(plan), *bwrap(plan), *relay, *argv]
 
 
