@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,3 +103,67 @@ def test_the_preset_installs_and_starts_a_session(core: Core, name: str) -> None
     else:
         assert (home / ".local" / "share" / "opencode" / "opencode.db").is_file(), "opencode's sessions"
         assert not (home / ".npm").exists(), "no package fetch at start"
+
+
+def _listeners(pid: int) -> set[int]:
+    """Loopback TCP ports listening in the network namespace of process ``pid``."""
+    ports = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        if state == "0A" and local.startswith("0100007F:"):
+            ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        with contextlib.suppress(OSError):
+            todo += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+    return out
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # agent processes, not the store
+def test_two_projects_opencode_agents_running_at_once_cannot_see_each_other(core: Core) -> None:
+    """opencode serves its local API (no authentication) on a loopback port: in each agent's own
+    network namespace, beside its relay, never on the host's loopback, where another project's
+    agent found it (SPEC §12.1; the proxy refuses loopback, tests/integration/test_sandbox_network.py)."""
+    install(core, "opencode")
+    alice = add_user(core, "alice@example.com")
+    plans = []
+    for name in ("First", "Second"):
+        project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, name, alice)
+        projects.set_provider(core.db, project.id, "acp", {"agent": "opencode"})
+        with core.db.read() as s:
+            provider = core.prompts.providers(s.get(Project, project.id))
+        request = TurnRequest(chat_id=project.id, run_id=project.id, text="", workspace=ensure_workspace(
+            core.settings.workspaces_dir, project.id), project_id=project.id)
+        plans.append(provider.plan(request)[0])
+
+    async def both() -> list[set[int]]:
+        agents = [await WarmAgent.start(plan.key, plan.launch()) for plan in plans]
+        try:
+            for agent, plan in zip(agents, plans, strict=True):
+                await agent.call(agent.conn.new_session(cwd=str(plan.cwd), mcp_servers=[]), START_SECONDS)
+            # the agent's processes past bwrap's outer one live in its namespace
+            host_net = os.readlink("/proc/self/ns/net")
+            inside = [next(p for p in _tree(agent.proc.pid) if os.readlink(f"/proc/{p}/ns/net") != host_net)
+                      for agent in agents]
+            assert os.readlink(f"/proc/{inside[0]}/ns/net") != os.readlink(f"/proc/{inside[1]}/ns/net")
+            return [_listeners(pid) for pid in inside]
+        finally:
+            for agent in agents:
+                await agent.close(5.0)
+
+    first, second = run_async(both())
+    host = _listeners(os.getpid())
+    assert 3128 in first and 3128 in second, "each has its relay"
+    own_first, own_second = first - {3128}, second - {3128}
+    assert own_first and own_second, "opencode listens on a loopback port of its own namespace"
+    # both hold the same port (opencode's 4096): only possible in namespaces of their own, where
+    # 127.0.0.1:4096 is each one's own server and nobody else's
+    assert own_first & own_second, (first, second)
+    assert not (own_first | own_second) & host, "the host's loopback does not hold the agents' listeners"
