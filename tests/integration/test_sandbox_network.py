@@ -5,6 +5,7 @@ list, directly or through the egress proxy; each refusal is a card of its turn."
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import urllib.request
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from sqlmodel import select
 
+from app.agents import sandbox
 from app.agents.egress import refused_title
 from app.core import projects
 from app.core.config import Settings
@@ -92,3 +94,18 @@ def test_no_service_of_the_host_nor_another_agent_is_reachable(settings: Setting
         with urllib.request.urlopen(world.server.url + "/metrics", timeout=10) as response:
             metrics = response.read().decode()
         assert f'chatcron_agent_egress_refused_total{{project="{world.project}"}} {float(len(targets))}' in metrics
+
+
+def test_network_host_shares_the_hosts_network_and_says_so(settings: Settings, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture,
+                                                             other_agent_api: Listening) -> None:
+    with caplog.at_level(logging.WARNING, logger="chatcron.sandbox"), \
+            fenced_core(settings, monkeypatch, agent_network="host") as world:
+        assert any("action=agent_network_host" in r.getMessage() for r in caplog.records)
+        assert health(world)["agent_network"] == "host"
+        assert "network: host (agents share the host's network" in sandbox.describe_network(world.core.settings)
+        result = world.finished(world.start("network", {"targets": {"other_agent_api": ["127.0.0.1",
+                                                                                        other_agent_api.port]}}))
+        seen = json.loads(result.output)
+        assert seen["direct:other_agent_api"][0] is False, "shared, the host's loopback is reachable: as before"
+        assert other_agent_api.accepted == 1

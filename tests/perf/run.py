@@ -49,7 +49,9 @@ from tests.perf.common import PG_ENV, databases, emit, median, percentile, prepa
 CRON_TARGET_PER_S = float(bench_cron.TARGET_PER_S)
 LATENESS_P99_TARGET_MS = 100.0
 AGENT_METRICS = ["agent_first_text_cold_p50_ms", "agent_first_text_cold_p95_ms", "agent_first_text_warm_p50_ms",
-                 "agent_first_text_warm_p95_ms", "agent_process_rss_mb"]
+                 "agent_first_text_warm_p95_ms", "agent_first_text_warm_hostnet_p50_ms",
+                 "agent_first_text_warm_hostnet_p95_ms", "agent_network_fence_first_text_p50_ms",
+                 "agent_process_rss_mb"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,7 +117,9 @@ def limits(plan: Plan) -> list[str]:
 def switch_uid(plan: Plan) -> list[str]:
     if not plan.switch_uid:
         return []  # a non-root server cannot: bwrap maps the agent uid to the server's own
-    return ["setpriv", f"--reuid={plan.uid}", f"--regid={plan.gid}", "--clear-groups", "--"]
+    # --pdeathsig keep: a uid change clears the parent-death signal; the staging bwrap's child (this
+    # process, when staged) must still die with it, as bwrap itself would
+    return ["setpriv", f"--reuid={plan.uid}", f"--regid={plan.gid}", "--clear-groups", "--pdeathsig", "keep", "--"]
 
 
 def _namespaces(plan: Plan) -> list[str]:
