@@ -117,9 +117,7 @@ def limits(plan: Plan) -> list[str]:
 def switch_uid(plan: Plan) -> list[str]:
     if not plan.switch_uid:
         return []  # a non-root server cannot: bwrap maps the agent uid to the server's own
-    # --pdeathsig keep: a uid change clears the parent-death signal; the staging bwrap's child (this
-    # process, when staged) must still die with it, as bwrap itself would
-    return ["setpriv", f"--reuid={plan.uid}", f"--regid={plan.gid}", "--clear-groups", "--pdeathsig", "keep", "--"]
+    return ["setpriv", f"--reuid={plan.uid}", f"--regid={plan.gid}", "--clear-groups", "--"]
 
 
 def _namespaces(plan: Plan) -> list[str]:
@@ -199,7 +197,9 @@ def staging(plan: Plan) -> list[str]:
     args = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", str(STAGE)]
     for index, path in enumerate(plan.staged):
         args += ["--bind", str(path), str(STAGE / str(index))]
-    return args + ["--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
+    # a PID namespace of its own: when this bwrap ends, so does everything in it, the agent uid's
+    # bwrap included (a uid change clears the parent-death signal that --die-with-parent gives)
+    return args + ["--unshare-pid", "--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
 
 
 def command(plan: Plan, argv: Iterable[str]) -> list[str]:
