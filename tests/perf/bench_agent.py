@@ -116,7 +116,9 @@ def _measure(rig: AgentRig, hostnet: AgentRig, sizes: Sizes, kind: str) -> None:
     loops = {id(r): build_loop(r.core, f"sched:bench-agent-{i}") for i, r in enumerate((rig, hostnet))}
     spec = {"name": "build watch", "prompt": "Check the build.",
             "schedule": {"kind": "interval", "every_seconds": 3600}}
-    cold, rss, known = [], [], set()
+    cold, rss = [], []
+    seen: dict[int, set[int]] = {id(rig): set(), id(hostnet): set()}  # run ids seen, per database
+    known = seen[id(rig)]
     for i in range(sizes.cold):  # each in a chat of its own: nothing is warm for it
         rig.chat = chats.create_chat(rig.core.db, rig.core.clock, rig.user, rig.project, f"cold {i}").id
         task, _ = tasks[id(rig)].create(Actor(rig.user), rig.chat, spec)
@@ -126,10 +128,10 @@ def _measure(rig: AgentRig, hostnet: AgentRig, sizes: Sizes, kind: str) -> None:
     warm_tasks = {id(r): tasks[id(r)].create(Actor(r.user), r.chat, {**spec, "name": "warm watch"})[0].id
                   for r in (rig, hostnet)}
     for r in (rig, hostnet):  # each warm chat's agent and session start once, unmeasured
-        _fire(r, tasks[id(r)], warm_tasks[id(r)], loops[id(r)], known)
+        _fire(r, tasks[id(r)], warm_tasks[id(r)], loops[id(r)], seen[id(r)])
     for _ in range(sizes.warm):
         for r in (rig, hostnet):
-            warm[id(r)].append(_fire(r, tasks[id(r)], warm_tasks[id(r)], loops[id(r)], known))
+            warm[id(r)].append(_fire(r, tasks[id(r)], warm_tasks[id(r)], loops[id(r)], seen[id(r)]))
     rss.append(tree_rss_mb(rig.pool.pids()[rig.chat]))
     fenced, shared = warm[id(rig)], warm[id(hostnet)]
     emit("agent_first_text_cold_p50_ms", median(cold), "ms", None, kind)
