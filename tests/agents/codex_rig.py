@@ -20,7 +20,7 @@ from app.core.chats import SCHEDULED_TASKS
 from app.core.config import Settings
 from app.schedules.model import ScheduledTask
 from tests.agents.responses_server import ResponsesServer
-from tests.agents.rig import AGENT_LEASE_SECONDS, AgentRig, agents_dir
+from tests.agents.rig import AGENT_LEASE_SECONDS, AgentRig, agents_dir, loopback_entry
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.apiserver import ApiServer
@@ -32,7 +32,8 @@ API_KEY = "sk-test-codex"
 
 def codex_settings(base_url: str) -> dict[str, str]:
     """Project settings of a chat whose agent is Codex talking to the Responses API at ``base_url``."""
-    return {"agent": "codex", "model": MODEL, "env.OPENAI_BASE_URL": base_url, "env.OPENAI_API_KEY": API_KEY}
+    return {"agent": "codex", "model": MODEL, "env.OPENAI_BASE_URL": base_url, "env.OPENAI_API_KEY": API_KEY,
+            "allow_hosts": loopback_entry(base_url)}
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sqlmodel import select
 
@@ -42,8 +43,17 @@ def agents_dir(name: str = "claude") -> Path:
 
 
 def claude_settings(model_url: str) -> dict[str, str]:
-    """Project settings of a chat whose agent is Claude Code talking to ``model_url``."""
-    return {"agent": "claude", "env.ANTHROPIC_BASE_URL": model_url, "env.ANTHROPIC_API_KEY": "sk-ant-test"}
+    """Project settings of a chat whose agent is Claude Code talking to ``model_url`` (the scripted
+    server on the host's loopback: allowed explicitly, as a local model server would be)."""
+    return {"agent": "claude", "env.ANTHROPIC_BASE_URL": model_url, "env.ANTHROPIC_API_KEY": "sk-ant-test",
+            "allow_hosts": loopback_entry(model_url)}
+
+
+def loopback_entry(url: str) -> str:
+    """The ``allow_hosts`` entry of a server on the host's loopback: ``127.0.0.1:PORT``."""
+    parts = urlsplit(url)
+    assert parts.hostname == "127.0.0.1" and parts.port, url
+    return f"127.0.0.1:{parts.port}"
 
 
 @dataclasses.dataclass

@@ -81,7 +81,7 @@ def test_a_plain_http_request_is_forwarded_in_origin_form_and_the_connection_clo
 
 
 def test_connect_opens_a_tunnel(tmp_path: Path, upstream: int) -> None:
-    listener = _open(tmp_path, Route(Policy.build([], [f"http://127.0.0.1:{upstream}/v1"], ())))
+    listener = _open(tmp_path, Route(Policy.build([], [], parse_allow_hosts(f"127.0.0.1:{upstream}"))))
     try:
         reply = _ask(listener, f"CONNECT 127.0.0.1:{upstream} HTTP/1.1\r\nHost: 127.0.0.1:{upstream}\r\n\r\n"
                                "GET /through HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())

@@ -41,7 +41,6 @@ def test_the_setting_takes_commas_or_spaces() -> None:
 def test_a_base_url_allows_its_exact_host_and_port() -> None:
     assert url_rule("https://api.example.com/v1") == Rule("api.example.com", 443)
     assert url_rule("http://127.0.0.1:8123/v1") == Rule("127.0.0.1", 8123)
-    assert url_rule("http://localhost:11434") == Rule("127.0.0.1", 11434)  # a local model server
     assert url_rule("ftp://example.com") is None and url_rule("not a url") is None
 
 
@@ -78,13 +77,20 @@ def test_a_name_resolving_to_loopback_is_refused_unless_the_literal_is_allowed()
     assert policy.pick("models.internal", 443, [ip("10.0.0.9"), ip("93.184.216.34")]) == ip("93.184.216.34")
 
 
-def test_a_loopback_literal_from_a_base_url_is_allowed_on_its_port_only() -> None:
+def test_a_loopback_base_url_needs_allow_hosts_for_its_address() -> None:
     policy = Policy.build([], ["http://127.0.0.1:8123/v1"], ())
-    assert policy.pick("127.0.0.1", 8123, [ip("127.0.0.1")]) == ip("127.0.0.1")
-    assert not policy.allows_name("127.0.0.1", 5432)
+    assert policy.allows_name("127.0.0.1", 8123) and policy.pick("127.0.0.1", 8123, [ip("127.0.0.1")]) is None
+    allowed = Policy.build([], ["http://127.0.0.1:8123/v1"], parse_allow_hosts("127.0.0.1:8123"))
+    assert allowed.pick("127.0.0.1", 8123, [ip("127.0.0.1")]) == ip("127.0.0.1")
+    assert not allowed.allows_name("127.0.0.1", 5432)
+
+
+def test_a_model_host_never_opens_a_private_address() -> None:
+    policy = Policy.build(["api.anthropic.com:443"], [], ())
+    assert policy.pick("api.anthropic.com", 443, [ip("10.0.0.1")]) is None
 
 
 def test_allowed_loopback_ports_are_the_ones_mirrored_inside() -> None:
-    policy = Policy.build(["api.anthropic.com:443"], ["http://localhost:11434", "https://api.example.com"],
+    policy = Policy.build(["api.anthropic.com:443"], ["http://127.0.0.1:11434", "https://api.example.com"],
                           parse_allow_hosts("127.0.0.1:8123, 127.0.0.1, 10.0.0.1:80"))
-    assert policy.loopback_ports() == (8123, 11434)
+    assert policy.loopback_ports() == (8123,)  # a base URL alone opens no loopback port

@@ -7,7 +7,8 @@ project's ``env.*_BASE_URL`` settings and the project's ``allow_hosts`` setting;
 :data:`AGENT_API_NAME` is chatcron's own agent API, routed by the proxy itself.
 
 A name that resolves to a loopback, link-local, private, shared, multicast, reserved or cloud
-metadata address is refused unless that very address (the literal) is allowed: an allowed name
+metadata address is refused unless that very address (the literal) is in ``allow_hosts`` (a
+model host or a base URL never opens one: the project's owner allows it explicitly): an allowed name
 that a resolver points at 127.0.0.1 (DNS rebinding) reaches nothing.
 """
 
@@ -105,8 +106,7 @@ def url_rule(url: str) -> Rule | None:
         return None
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname or port is None:
         return None
-    host = normal_host(parts.hostname)
-    return Rule("127.0.0.1" if host == "localhost" else host, port)  # a local model server: the loopback
+    return Rule(normal_host(parts.hostname), port)
 
 
 def forbidden(address: Address) -> bool:
@@ -125,17 +125,18 @@ _SHARED = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT: not global
 class Policy:
     """One agent process's allowed destinations."""
 
-    rules: tuple[Rule, ...]
+    rules: tuple[Rule, ...]  # the names (and literals) a connection may ask for
+    literals: tuple[Rule, ...] = ()  # allow_hosts: the only way to a forbidden address
 
     @classmethod
     def build(cls, model_hosts: Iterable[str], base_urls: Iterable[str], allow_hosts: Sequence[Rule]) -> Policy:
         rules = [parse_rule(h) for h in model_hosts]
         rules += [r for r in (url_rule(u) for u in base_urls) if r is not None]
-        return cls(tuple(dict.fromkeys([*rules, *allow_hosts])))
+        return cls(tuple(dict.fromkeys([*rules, *allow_hosts])), tuple(allow_hosts))
 
     def loopback_ports(self) -> tuple[int, ...]:
-        """The host loopback ports allowed by literal (a local model server): mirrored inside."""
-        return tuple(sorted({r.port for r in self.rules if r.host == "127.0.0.1" and r.port != ANY_PORT}))
+        """The host loopback ports allow_hosts names (a local model server): mirrored inside."""
+        return tuple(sorted({r.port for r in self.literals if r.host == "127.0.0.1" and r.port != ANY_PORT}))
 
     def allows_name(self, host: str, port: int) -> bool:
         host = normal_host(host)
@@ -146,7 +147,7 @@ class Policy:
         if not forbidden(address):
             return True
         literal = str(address)
-        return any(rule.host == literal and rule.matches(literal, port) for rule in self.rules)
+        return any(rule.host == literal and rule.matches(literal, port) for rule in self.literals)
 
     def pick(self, host: str, port: int, addresses: Iterable[Address]) -> Address | None:
         """The first resolved address this connection may use, or None: every one is refused."""

@@ -155,7 +155,7 @@ def _route(settings: Settings, env: dict[str, str], policy: Policy) -> Route:
         api_port = 0
     if api.scheme != "http" or not api.hostname or not api_port:
         rule = url_rule(settings.api_url)  # https (a public name): the agent reaches it like any allowed host
-        return Route(Policy((*policy.rules, rule)) if rule else policy)
+        return Route(dataclasses.replace(policy, rules=(*policy.rules, rule)) if rule else policy)
     url = env.get("SCHEDULE_API_URL")
     if url is not None and url.rstrip("/") == settings.api_url.rstrip("/"):
         env["SCHEDULE_API_URL"] = urlunsplit(("http", f"{AGENT_API_NAME}:{api_port}", api.path, "", ""))
