@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.agents.anthropic_server import AnthropicServer, bash, text
-from tests.agents.rig import agents_dir
+from tests.agents.rig import agents_dir, loopback_entry
 from tests.e2e.conftest import DEMO_EMAIL, ROOT, api, login
 
 pytestmark = pytest.mark.e2e
@@ -46,6 +46,7 @@ def test_an_approval_answered_in_a_second_tab_lets_the_turn_go_on(page: Page, br
     project = api(server, token, "POST", "/api/projects", {"name": "Approvals"})
     server.manage("set-provider", "--project", str(project["id"]), "--provider", "acp", "--setting", "agent=claude",
                   "--setting", f"env.ANTHROPIC_BASE_URL={model.url}", "--setting", "env.ANTHROPIC_API_KEY=sk-ant-test",
+                  "--setting", f"allow_hosts={loopback_entry(model.url)}",
                   "--setting", "tool_policy=ask")
     chat = api(server, token, "POST", f"/api/projects/{project['id']}/chats", {"title": "Approvals"})
     model.play(bash("touch approved-in-tab.txt", "I'll create it."), text(REPLY))

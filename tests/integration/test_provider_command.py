@@ -158,7 +158,8 @@ def test_cwd_is_the_workspace_home_the_agent_home_and_env_is_minimal(
     assert env["SCHEDULE_API_URL"] == turn_env["SCHEDULE_API_URL"] and env["SCHEDULE_API_TOKEN"] == "tok"
     assert env["HOME"] == str(rig.home)
     assert "secret" not in json.dumps(env)
-    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", *turn_env}
+    fence = {*sandbox.PROXY_VARIABLES, *sandbox.NO_PROXY_VARIABLES} if rig.settings.agent_sandbox == "bwrap" else set()
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", *turn_env, *fence}
 
 
 def test_a_loose_chat_runs_in_a_temporary_folder_removed_afterwards(rig: Rig) -> None:

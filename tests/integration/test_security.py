@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
@@ -21,6 +22,8 @@ from alembic import command
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from app.agents import sandbox
+from app.agents.egress.policy import AGENT_API_NAME
 from app.agents.workspace import ASSETS, ASSETS_DIR, ensure_workspace, publish_assets, workspace_path
 from app.api import create_api
 from app.core import auth, chats, grants, projects
@@ -353,6 +356,9 @@ class Agent:
         return json.loads(result.output)
 
 
+FENCE_VARIABLES = {*sandbox.PROXY_VARIABLES, *sandbox.NO_PROXY_VARIABLES}  # the egress proxy's (SPEC §12.1)
+
+
 @pytest.fixture
 def agent(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
     for name, value in SERVER_ENV.items():
@@ -368,9 +374,12 @@ def agent(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_provider_gets_the_two_schedule_variables_and_no_secret(agent: Agent) -> None:
     env = agent.turn([chats.SCHEDULED_TASKS])["env"]
-    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", "SCHEDULE_API_URL", "SCHEDULE_API_TOKEN"}
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", "SCHEDULE_API_URL", "SCHEDULE_API_TOKEN",
+                                              *FENCE_VARIABLES}
     assert not [v for v in SERVER_ENV.values() if v in json.dumps(env)]
-    assert env["SCHEDULE_API_URL"] == agent.core.settings.api_url
+    # the agent API by the name the egress proxy routes to the server's API_URL (SPEC §12.1)
+    assert env["SCHEDULE_API_URL"] == f"http://{AGENT_API_NAME}:{urlsplit(agent.core.settings.api_url).port}"
+    assert {env[name] for name in sandbox.PROXY_VARIABLES} == {"http://127.0.0.1:3128"}
     with client_for(agent.core) as client:  # a real grant of this turn, revoked when it ended
         response = client.get("/agent-api/whoami", headers=bearer(env["SCHEDULE_API_TOKEN"]))
     assert response.status_code == 401 and "revoked" in response.json()["error"]["message"]
@@ -380,7 +389,7 @@ def test_the_provider_gets_the_two_schedule_variables_and_no_secret(agent: Agent
 def test_a_chat_without_the_skill_gets_no_schedule_variables(agent: Agent) -> None:
     env = agent.turn([])["env"]
     assert not [name for name in env if name.startswith("SCHEDULE_")]
-    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM"}
+    assert set(env) - {"LC_CTYPE", "PWD"} == {"PATH", "HOME", "LANG", "TERM", *FENCE_VARIABLES}
 
 
 @pytest.mark.parametrize("start", [{}, {"source": RunSource.SCHEDULE}], ids=["skill-chat", "scheduled-fire"])
