@@ -204,3 +204,14 @@ def test_a_decided_card_says_who_decided(state: str, decision: dict, timeout: in
                              tool("t", "pending", approval=approval(state, timeout), decision=decision)])
     [row] = rows
     assert (row["approval_state"], row["approval_note"]) == (state, note)
+
+
+def test_a_refused_connection_is_a_finished_network_card() -> None:
+    from app.agents.egress import refusal_reporter
+
+    written: list[str] = []
+    refusal_reporter(written.append)("127.0.0.1", 5432)
+    rows = merge_events([], [ev(EventType.TOOL, written[0])])
+    card = rows[0]
+    assert (card["title"], card["kind"], card["status"], card["status_label"]) == (
+        "network: 127.0.0.1:5432 refused", "network", "refused", "refused")

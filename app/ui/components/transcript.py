@@ -18,9 +18,10 @@ from app.ui.state.chat import ChatState
 
 OUTPUT_MAX_HEIGHT = "18em"  # a long output scrolls inside its card
 KIND_ICONS = (("read", "file-text"), ("edit", "pencil"), ("delete", "trash-2"), ("move", "move"),
-              ("search", "search"), ("execute", "terminal"), ("think", "brain"), ("fetch", "globe"))
+              ("search", "search"), ("execute", "terminal"), ("think", "brain"), ("fetch", "globe"),
+              ("network", "shield-ban"))
 STATUS_COLORS = (("pending", "gray"), ("in_progress", "blue"), ("completed", "grass"), ("failed", "red"),
-                 ("awaiting_approval", "amber"))
+                 ("awaiting_approval", "amber"), ("refused", "red"))
 _MONO = {"font_family": "var(--code-font-family)", "font_size": "var(--font-size-1)", "margin": "0",
          "padding": "0.5em 0.7em", "border_radius": "6px", "background": "var(--gray-a3)", "overflow": "auto",
          "white_space": "pre", "max_width": "100%"}
