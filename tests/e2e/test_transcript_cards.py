@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from app.agents.egress import refusal_reporter
 from app.core import runs
 from app.core.config import load_settings
 from app.core.context import Core
@@ -245,3 +246,23 @@ def test_a_fires_usage_shows_in_the_run_history(page: Page, server, core: Core) 
     expect(fire).to_have_attribute("data-run-id", str(run_id))
     expect(fire.get_by_test_id("run-usage")).to_have_text("42 in · 7 out")
     _api(server, token, "DELETE", f"/api/schedules/{task['id']}")
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_a_refused_connection_is_a_red_network_card(page: Page, core: Core, tmp_path: Path, size: dict) -> None:
+    """What the egress proxy writes when it refuses the agent a connection (SPEC §12.1)."""
+    page.set_viewport_size(DESKTOP)  # the new-chat button is in the sidebar, folded away on a phone
+    chat_id = _new_chat(page)
+    page.set_viewport_size(size)
+    run = begin_run(core.db, core.clock, chat_id, "Check the database.", source=RunSource.USER,
+                    lease_seconds=core.settings.run_lease_seconds, instance="e2e-agent")
+    refusal_reporter(lambda text: _write(core, run, EventType.TOOL, text))("127.0.0.1", 5432)
+    _stream(core, run, "The database is not reachable from here.")
+    _finish(core, run, {"input_tokens": 10, "output_tokens": 8})
+    card = page.locator('[data-testid=tool-card][data-tool-id="network-refused-1"]')
+    expect(card).to_have_attribute("data-status", "refused")
+    expect(card.get_by_test_id("tool-status")).to_have_text("refused")
+    expect(card.get_by_test_id("tool-title")).to_have_text("network: 127.0.0.1:5432 refused")
+    box = card.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= size["width"]
+    _shot(page, tmp_path, f"transcript-network-refused-{size['width']}.png")
