@@ -30,6 +30,7 @@ from app.core.ports import TurnRequest
 from tests.agents.rig import TEST_AGENTS_DIR
 from tests.conftest import make_core, run_async, with_settings
 from tests.integration.apiclient import add_user
+from tests.integration.test_acp_claude import tree
 
 START_SECONDS = 180.0
 
@@ -115,17 +116,6 @@ def _listeners(pid: int) -> set[int]:
     return ports
 
 
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants."""
-    out, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        out.append(current)
-        with contextlib.suppress(OSError):
-            todo += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
-    return out
-
-
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # agent processes, not the store
 def test_two_projects_opencode_agents_running_at_once_cannot_see_each_other(core: Core) -> None:
     """opencode serves its local API (no authentication) on a loopback port: in each agent's own
@@ -150,7 +140,7 @@ def test_two_projects_opencode_agents_running_at_once_cannot_see_each_other(core
                 await agent.call(agent.conn.new_session(cwd=str(plan.cwd), mcp_servers=[]), START_SECONDS)
             # the agent's processes past bwrap's outer one live in its namespace
             host_net = os.readlink("/proc/self/ns/net")
-            inside = [next(p for p in _tree(agent.proc.pid) if os.readlink(f"/proc/{p}/ns/net") != host_net)
+            inside = [next(p for p in tree(agent.proc.pid) if os.readlink(f"/proc/{p}/ns/net") != host_net)
                       for agent in agents]
             assert os.readlink(f"/proc/{inside[0]}/ns/net") != os.readlink(f"/proc/{inside[1]}/ns/net")
             return [_listeners(pid) for pid in inside]

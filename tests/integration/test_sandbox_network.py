@@ -4,6 +4,7 @@ list, directly or through the egress proxy; each refusal is a card of its turn."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -48,19 +49,26 @@ class Listening:
         self.sock.close()
 
 
+@contextlib.contextmanager
+def listening() -> Iterator[Listening]:
+    server = Listening()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 @pytest.fixture
 def other_agent_api() -> Iterator[Listening]:
     """Stands in for another project's agent's local API (opencode serves one on 127.0.0.1:4096)."""
-    listening = Listening()
-    yield listening
-    listening.close()
+    with listening() as server:
+        yield server
 
 
 @pytest.fixture
 def allowed_service() -> Iterator[Listening]:
-    listening = Listening()
-    yield listening
-    listening.close()
+    with listening() as server:
+        yield server
 
 
 def test_no_service_of_the_host_nor_another_agent_is_reachable(settings: Settings, monkeypatch: pytest.MonkeyPatch,

@@ -179,9 +179,14 @@ def _parse(head: bytes) -> tuple[bytes, str, int, bytes]:
     path = url.path or "/"
     if url.query:
         path += "?" + url.query
-    kept = [h for h in headers.split(b"\r\n") if h and h.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS]
-    out = b"\r\n".join([b"%s %s %s" % (method, path.encode(), version), *kept, b"Connection: close", b"", b""])
+    out = _closing_head([b"%s %s %s" % (method, path.encode(), version)], headers)
     return method, normal_host(url.hostname), port, out
+
+
+def _closing_head(first: list[bytes], headers: bytes) -> bytes:
+    """A message head: ``first`` line, ``headers`` without their hop-by-hop ones, ``Connection: close``."""
+    kept = [h for h in headers.split(b"\r\n") if h and h.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS]
+    return b"\r\n".join([*first, *kept, b"Connection: close", b"", b""])
 
 
 async def _decide(route: Route, host: str, port: int) -> tuple[Address | str, int]:
@@ -254,8 +259,8 @@ async def _response_head(reader: asyncio.StreamReader, writer: asyncio.StreamWri
         return
     except asyncio.LimitOverrunError:
         return  # a response head over 64 KiB: the connection ends
-    lines = [h for h in head.split(b"\r\n") if h and h.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS]
-    writer.write(b"\r\n".join([*lines, b"Connection: close", b"", b""]))
+    status, _, headers = head.partition(b"\r\n")
+    writer.write(_closing_head([status], headers))
     await writer.drain()
     await _pipe(reader, writer)
 
@@ -272,14 +277,9 @@ async def _pipe_both(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             await up_task
 
 
-_PROXY: EgressProxy | None = None
-_PROXY_LOCK = threading.Lock()
+_PROXY = EgressProxy()  # its loop thread starts with the first listener
 
 
 def proxy() -> EgressProxy:
     """This process's egress proxy."""
-    global _PROXY
-    with _PROXY_LOCK:
-        if _PROXY is None:
-            _PROXY = EgressProxy()
-        return _PROXY
+    return _PROXY
