@@ -9,13 +9,15 @@ import reflex as rx
 from app import wiring
 from app.api import behind_proxies, create_api, only_from
 from app.attention.notify import running as deliverer
+from app.core import redact
 from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
-from app.ui import guard
+from app.ui import guard, socket_guard
 from app.ui.pages import chat, inbox, index, login, not_found, notifications, schedules
 from app.ui.state.login import LoginState
 
+redact.install()  # no cookie, token or password reaches this process's log (app/core/redact.py)
 wiring.install()  # the core's ports: the agents' and the attention rooms (app/wiring.py)
 
 _settings = load_settings()  # a bad CHATCRON_* value stops the web process here, naming the variable
@@ -38,6 +40,7 @@ app = rx.App(
                      rx.el.script(src="/event_time.js", defer=True),  # assets/event_time.js: local times
                      rx.el.script(src="/notify.js", defer=True)],  # assets/notify.js: browser notifications
 )
+socket_guard.install(app.event_namespace)  # frames naming no registered event never reach Reflex
 app.register_lifespan_task(deliverer.lifespan(get_core))  # the notification outbox's deliverer (SPEC §13)
 app.add_middleware(guard.EventGuard())
 app.add_page(login.login_page, route="/login", title="Log in · chatcron", on_load=LoginState.read_error)

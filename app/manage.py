@@ -92,7 +92,8 @@ def seed_demo(core: Core) -> str:
         user = auth.create_user(core.db, core.clock, DEMO_EMAIL, DEMO_PASSWORD)
     except AlreadyExists:
         return f"demo already seeded; log in as {DEMO_EMAIL} / {DEMO_PASSWORD}"
-    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Demo project", user)
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "Demo project", user,
+                                      max_projects=core.settings.max_projects_per_user)
     chats.create_chat(core.db, core.clock, user, project.id, "Demo chat")
     return f"demo seeded; log in as {DEMO_EMAIL} / {DEMO_PASSWORD}"
 
@@ -109,7 +110,8 @@ def run(argv: Sequence[str], core: Core) -> int:
         print(f"created user {user.email}" + (" (admin)" if user.is_admin else ""))
     elif args.command == "create-project":
         owner = auth.find_user(core.db, args.owner)
-        print(projects.create_project(core.db, core.clock, core.settings.workspaces_dir, args.name, owner).id)
+        print(projects.create_project(core.db, core.clock, core.settings.workspaces_dir, args.name, owner,
+                                      max_projects=core.settings.max_projects_per_user).id)
     elif args.command == "grant-access":
         user = auth.find_user(core.db, args.email)
         projects.grant_access(core.db, core.clock, user, args.project)

@@ -18,6 +18,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from app.attention.notify.deliverer import Deliverer
+from app.core import redact
 from app.core.clock import UTC
 from app.core.config import ConfigError, Settings, load_settings
 from app.core.context import Core
@@ -113,6 +114,7 @@ def shutdown(core: Core, loop: Loop, aps: BackgroundScheduler, listener: WakeLis
 
 
 def main() -> int:
+    redact.install()  # no token or password reaches the log (app/core/redact.py)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
                         stream=sys.stdout)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per tick is noise

@@ -48,12 +48,8 @@ def all_schedules(tasks: TasksDep, user: UserDep, status: str | None = None, pro
                   ) -> dict[str, Any]:
     """Every task the caller can see, by project, chat and creation; ``next_after`` is the
     ``after`` of the next page, or null on the last one."""
-    rows = overview.visible_tasks(tasks.db, user, overview.parse_status(status), _project(project),
-                                  limit + 1, after)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return {"schedules": [listed_json(r) for r in rows],
-            "next_after": rows[-1].task.id if more else None}
+    page = overview.visible_tasks(tasks.db, user, overview.parse_status(status), _project(project), limit, after)
+    return {"schedules": [listed_json(r) for r in page.rows], "next_after": page.next_after}
 
 
 @router.post("/schedules/bulk")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-from app.api.deps import Id, core_of, current_user
+from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.attention import approvals
 from app.core.context import Core
 from app.core.models import User
@@ -23,9 +23,15 @@ class AnswerIn(BaseModel):
 
 
 @router.get("/approvals")
-def list_approvals(core: CoreDep, user: UserDep, state: Annotated[str | None, Query()] = None) -> dict[str, Any]:
-    """Approvals in the chats the caller can see, newest first; ``state`` filters (400 when unknown)."""
-    return {"approvals": [approvals.view(a) for a in approvals.list_for(core.db, user, state)]}
+def list_approvals(core: CoreDep, user: UserDep, state: Annotated[str | None, Query()] = None,
+                   before: Annotated[int | None, Digits, Query(ge=1, le=MAX_ID)] = None,
+                   limit: Annotated[int, Digits, Query(ge=1, le=approvals.MAX_PAGE)] = approvals.DEFAULT_PAGE,
+                   ) -> dict[str, Any]:
+    """Approvals in the chats the caller can see, newest first, with ``id < before``; ``state``
+    filters (400 when unknown); ``next_before`` pages on (null: no approval is left)."""
+    rows = approvals.list_for(core.db, user, state, limit + 1, before)
+    page = rows[:limit]
+    return {"approvals": [approvals.view(a) for a in page], "next_before": page[-1].id if len(rows) > limit else None}
 
 
 @router.post("/approvals/{aid}")

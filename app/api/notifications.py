@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
-from app.api.deps import Id, core_of, current_user
+from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.attention.notify import channels
 from app.core.context import Core
 from app.core.models import User
@@ -47,5 +47,13 @@ def test_channel(channel_id: Id, core: CoreDep, user: UserDep) -> dict[str, Any]
 
 
 @router.get("/{channel_id}/deliveries")
-def channel_deliveries(channel_id: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
-    return {"deliveries": [channels.delivery_view(d) for d in channels.deliveries(core.db, user, channel_id)]}
+def channel_deliveries(channel_id: Id, core: CoreDep, user: UserDep,
+                       before: Annotated[int | None, Digits, Query(ge=1, le=MAX_ID)] = None,
+                       limit: Annotated[int, Digits, Query(ge=1, le=channels.LOG_MAX)] = channels.LOG_LIMIT,
+                       ) -> dict[str, Any]:
+    """The channel's delivery log, newest first, with ``id < before``; ``next_before`` pages on
+    (null: no delivery is left)."""
+    rows = channels.deliveries(core.db, user, channel_id, limit + 1, before)
+    page = rows[:limit]
+    return {"deliveries": [channels.delivery_view(d) for d in page],
+            "next_before": page[-1].id if len(rows) > limit else None}

@@ -72,7 +72,8 @@ def list_projects(core: CoreDep, user: UserDep) -> dict[str, Any]:
 
 @router.post("/projects", status_code=201)
 def create_project(body: ProjectIn, core: CoreDep, user: UserDep) -> dict[str, Any]:
-    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, body.name, user)
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, body.name, user,
+                                      max_projects=core.settings.max_projects_per_user)
     return project_json(project)
 
 

@@ -1,7 +1,7 @@
 """Browser login and logout over plain HTTP, so the session cookie can be HttpOnly.
 
 The login page checks the password through its websocket and gets a single-use ticket;
-``/auth/claim`` burns the ticket and sets the cookie. ``/auth/logout`` ends the session.
+``/auth/claim`` burns the ticket and sets the cookie. ``POST /auth/logout`` (from the page) ends the session.
 
 The ticket is bound to the browser that logged in (SPEC §17): every page load of a browser that
 has no pre-login cookie gives it one (``PreLoginCookie``: a random nonce, HttpOnly, SameSite=Lax);
@@ -15,12 +15,12 @@ from __future__ import annotations
 import secrets
 
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import core_of
-from app.core import auth
+from app.core import auth, devices
 
 router = APIRouter(prefix="/auth", include_in_schema=False)
 NONCE_MAX_AGE = 400 * 24 * 3600  # the longest browsers keep a cookie; the nonce is only a browser's name
@@ -34,13 +34,25 @@ def claim(request: Request, ticket: str = "") -> RedirectResponse:
     if isinstance(token, auth.TicketRefusal):
         return RedirectResponse(f"/login?error={token.value}", status_code=303)
     response = RedirectResponse("/", status_code=303)
+    secure = request.url.scheme == "https"
     response.set_cookie(auth.SESSION_COOKIE, token, max_age=core.settings.session_ttl_seconds, httponly=True,
-                        samesite="lax", secure=request.url.scheme == "https", path="/")
+                        samesite="lax", secure=secure, path="/")
+    user = auth.user_for_session(core.db, core.clock, token)
+    if user is not None:  # this browser is now known to the account: a way past a locked address (docs/SECURITY.md)
+        known = devices.issue(user, auth.cookie_value(request.headers.get("cookie", ""), devices.DEVICE_COOKIE))
+        response.set_cookie(devices.DEVICE_COOKIE, known, max_age=devices.DEVICE_MAX_AGE, httponly=True,
+                            samesite="lax", secure=secure, path="/")
     return response
 
 
-@router.api_route("/logout", methods=["GET", "POST"])
-def logout(request: Request) -> RedirectResponse:
+@router.post("/logout", response_model=None)
+def logout(request: Request) -> RedirectResponse | JSONResponse:
+    """Only a POST from a page: a GET (``<img src=…/auth/logout>`` on another site) is a 405, and a POST
+    must name its page's origin — the origin guard (app/api/origins.py) has refused every origin not
+    in CHATCRON_ALLOWED_ORIGINS before this runs; browsers send ``Origin`` with every POST."""
+    if not request.headers.get("origin"):
+        message = "logout must be sent from this site's own page: the request names no Origin"
+        return JSONResponse({"error": {"code": "forbidden_origin", "message": message}}, status_code=403)
     core = core_of(request)
     auth.end_session(core.db, request.cookies.get(auth.SESSION_COOKIE, ""))
     response = RedirectResponse("/login", status_code=303)

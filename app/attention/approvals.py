@@ -27,6 +27,8 @@ from app.core.models import Chat, Membership, User
 
 ALLOW_KINDS = ("allow_once", "allow_always")
 REJECT_KINDS = ("reject_once", "reject_always")
+DEFAULT_PAGE = 100  # GET /api/approvals: approvals per page unless ``limit`` says otherwise
+MAX_PAGE = 500
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Request:
     title: str
     input: Any
     options: list[dict[str, str]]
+    requested_for_id: int | None = None  # the turn's owner (user id): whose channels hear of it
 
 
 def create(db: Database, now: dt.datetime, request: Request, timeout_seconds: float) -> Approval:
@@ -57,7 +60,8 @@ def create(db: Database, now: dt.datetime, request: Request, timeout_seconds: fl
         s.flush()
         payload = {"approval": view(row)}
         attention.record(s.connection(), [attention.row(
-            now, AttentionKind.APPROVAL_REQUESTED, user_email=request.requested_for, chat_id=request.chat_id,
+            now, AttentionKind.APPROVAL_REQUESTED, user_email=request.requested_for,
+            user_id=request.requested_for_id, chat_id=request.chat_id,
             project_id=request.project_id, task_id=request.task_id, run_id=request.run_id, approval_id=row.id,
             payload=payload)])
     return row
@@ -147,8 +151,10 @@ def cancel_for_run(db: Database, now: dt.datetime, run_id: int) -> int:
         ).values(state=ApprovalState.CANCELLED.value, decided_at=now)).rowcount or 0
 
 
-def list_for(db: Database, user: User, state: str | None = None, limit: int = 100) -> list[Approval]:
-    """Approvals in the chats ``user`` can see, newest first."""
+def list_for(db: Database, user: User, state: str | None = None, limit: int = DEFAULT_PAGE,
+             before: int | None = None) -> list[Approval]:
+    """Approvals in the chats ``user`` can see, newest first: at most ``limit`` (not clamped: a
+    pager asks for one more than it shows), only ids below ``before`` when it is given."""
     query = select(Approval).join(Chat, Chat.id == Approval.chat_id)
     if not user.is_admin:
         member = select(Membership.project_id).where(Membership.user_id == user.id)
@@ -158,6 +164,8 @@ def list_for(db: Database, user: User, state: str | None = None, limit: int = 10
         if state not in {s.value for s in ApprovalState}:
             raise InvalidInput("state", f"must be one of {', '.join(s.value for s in ApprovalState)}")
         query = query.where(Approval.state == state)
+    if before is not None:
+        query = query.where(Approval.id < before)
     with db.read() as s:
         return list(s.exec(query.order_by(Approval.id.desc()).limit(limit)))
 

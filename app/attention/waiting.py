@@ -34,8 +34,9 @@ class TurnApprovals:
 
     def ask(self, tool_call_id: str, title: str, raw_input: Any, options: list[dict[str, str]]) -> Approval:
         """A pending approval for this tool call (and its ``approval.requested`` event)."""
+        owner_id, owner_email = self._owner()
         request = approvals.Request(chat_id=self.chat_id, project_id=self.project_id, run_id=self.run_id,
-                                    task_id=self.task_id, requested_for=self._owner_email(),
+                                    task_id=self.task_id, requested_for=owner_email, requested_for_id=owner_id,
                                     tool_call_id=tool_call_id, title=title, input=raw_input, options=options)
         self.asked = True
         return approvals.create(self.db, self.clock.now(), request, self.timeout_seconds)
@@ -60,11 +61,12 @@ class TurnApprovals:
             hints.notify(self.db)
         return count
 
-    def _owner_email(self) -> str:
+    def _owner(self) -> tuple[int | None, str]:
+        """The id and email of the user the turn acts for ((None, "") when they are gone)."""
         with self.db.read() as s:
             user_id = self.owner_id
             if user_id is None:
                 chat = s.get(Chat, self.chat_id)
                 user_id = chat.owner_id if chat is not None else None
             user = s.get(User, user_id) if user_id is not None else None
-            return user.email if user is not None else ""
+            return (user.id, user.email) if user is not None else (None, "")

@@ -14,7 +14,10 @@ What ``delete_user`` does with what the user leaves behind (docs/SECURITY.md, "T
 - their loose chats are deleted; their chats in a surviving project stay (the transcript is the
   project's) and pass to the project's owner;
 - their schedules in a surviving project stay: the scheduler's fire-time check fails the next
-  fire with "the owner … is no longer registered" and sets the task to ``error``.
+  fire with "the owner … is no longer registered" and sets the task to ``error``;
+- their notification channels, deliveries and read marks go; attention events in chats that stay
+  are kept (the project's history) with no user to deliver them to. Ids are never given again
+  (``models.NEVER_REUSED``), so a new account under the same email starts with nothing of theirs.
 
 Deleting a chat while a turn runs in it would pull the rows from under that turn, so the
 command is refused until the turn has ended.
@@ -100,7 +103,8 @@ def _heirs(s: Session, user_id: int) -> dict[int, User | None]:
 
 
 def _forget_attention(s: Session, user_id: int, doomed: Sequence[int]) -> None:
-    """What SPEC §13 kept for the user and their doomed chats: channels, deliveries, read marks, approvals."""
+    """What SPEC §13 kept for the user and their doomed chats: channels, deliveries, read marks,
+    approvals; the events of chats that stay are kept but no longer name the user."""
     channels = select(NotificationChannel.id).where(NotificationChannel.user_id == user_id).scalar_subquery()
     _bulk(s, sa.delete(Delivery).where(Delivery.channel_id.in_(channels)))
     _bulk(s, sa.delete(NotificationChannel).where(NotificationChannel.user_id == user_id))
@@ -108,6 +112,9 @@ def _forget_attention(s: Session, user_id: int, doomed: Sequence[int]) -> None:
     _bulk(s, sa.delete(ChatRead).where(sa.or_(ChatRead.user_id == user_id, ChatRead.chat_id.in_(doomed))))
     _bulk(s, sa.delete(Approval).where(Approval.chat_id.in_(doomed)))
     _bulk(s, sa.delete(AttentionEvent).where(AttentionEvent.chat_id.in_(doomed)))
+    # What happened in chats that stay is the project's history; it no longer concerns anyone, so
+    # nothing of it is ever delivered (a new account under the same email gets a new id).
+    _bulk(s, sa.update(AttentionEvent).where(AttentionEvent.user_id == user_id).values(user_id=None))
 
 
 def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGone) -> Deletion:
@@ -135,7 +142,7 @@ def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGon
         _bulk(s, sa.delete(WebSession).where(WebSession.user_id == user.id))
         _bulk(s, sa.delete(LoginAttempt).where(LoginAttempt.email == user.email))
         _bulk(s, sa.delete(User).where(User.id == user.id))
-    # After the commit: a later project may reuse a deleted id (SQLite), and must not find old files.
+    # After the commit (ids are never reused, so no later project would find them; the files go anyway).
     errors = [_remove(workspaces / str(pid)) for pid in sole]
     passed = tuple((pid, heir.email) for pid, heir in heirs.items() if heir is not None)
     return Deletion(user.email, tuple(sole), passed, len(doomed), tuple(e for e in errors if e))

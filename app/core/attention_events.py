@@ -1,8 +1,11 @@
 """Recording attention events (SPEC §13) inside the transaction of what they record.
 
 An event is one row, whoever may read it later: the inbox of every user who can see its chat reads
-it, and one deliverer fans it out to the channels of the user it concerns (``user_email``). Writing
-it is one insert on the caller's connection — the only cost a fire pays for notifications.
+it, and one deliverer fans it out to the channels of the user it concerns — by ``user_id``, fixed
+when the event is written: a caller that knows only an email (a schedule's owner) has it looked up
+in the same insert, so a user deleted later, or a new account under the same email, is never
+mistaken for the one the event was about. Writing it is one insert on the caller's connection — the
+only cost a fire pays for notifications.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.core.attention_tables import AttentionEvent, AttentionKind, Notify
+from app.core.models import User
 
 FIRST_LINE_MAX = 200
-_EVENTS = AttentionEvent.__table__
-_INSERT = _EVENTS.insert()
+_EVENTS, _USERS = AttentionEvent.__table__, User.__table__
+# The recipient's id as given, else that of the user registered under the email now.
+_RECIPIENT = sa.func.coalesce(sa.bindparam("recipient_id", type_=sa.Integer()),
+                              sa.select(_USERS.c.id).where(_USERS.c.email == sa.bindparam("recipient_email"))
+                              .scalar_subquery())
+_INSERT = _EVENTS.insert().values(user_id=_RECIPIENT)
 
 
 def first_line(text: str | None, limit: int = FIRST_LINE_MAX) -> str:
@@ -45,11 +53,13 @@ def pushes(notify: str | None, kind: AttentionKind) -> bool:
 
 def row(now: dt.datetime, kind: AttentionKind, *, user_email: str, chat_id: int, project_id: int | None,
         payload: dict[str, Any], notify: bool = True, task_id: int | None = None, run_id: int | None = None,
-        task_run_id: int | None = None, approval_id: int | None = None) -> dict[str, Any]:
-    """The column values of one attention event. One that no channel may take (``notify`` False)
-    is born fanned out: deliverers never look at it (most fires' successes: a burst of fires adds
-    no work, and no write, to the outbox)."""
-    return {"kind": kind.value, "user_email": user_email, "chat_id": chat_id, "project_id": project_id,
+        task_run_id: int | None = None, approval_id: int | None = None, user_id: int | None = None) -> dict[str, Any]:
+    """The column values of one attention event, for :func:`record`; ``user_id`` None: the user
+    registered under ``user_email`` when it is recorded. One that no channel may take (``notify``
+    False) is born fanned out: deliverers never look at it (most fires' successes: a burst of fires
+    adds no work, and no write, to the outbox)."""
+    return {"kind": kind.value, "recipient_id": user_id, "recipient_email": user_email,
+            "user_email": user_email, "chat_id": chat_id, "project_id": project_id,
             "task_id": task_id, "run_id": run_id, "task_run_id": task_run_id, "approval_id": approval_id,
             "notify": notify, "payload": json.dumps(payload, sort_keys=True, default=str), "created_at": now,
             "fanned_out_at": None if notify else now}

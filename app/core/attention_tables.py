@@ -11,7 +11,7 @@ import enum
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.core.models import instant
+from app.core.models import NEVER_REUSED, instant
 
 
 class AttentionKind(enum.StrEnum):
@@ -55,7 +55,7 @@ class Approval(SQLModel, table=True):
     """A permission request of an agent under ``tool_policy=ask``, waiting for a person."""
 
     __tablename__ = "approvals"
-    __table_args__ = (sa.Index("ix_approvals_state_expires", "state", "expires_at"),)
+    __table_args__ = (sa.Index("ix_approvals_state_expires", "state", "expires_at"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     project_id: int | None = Field(default=None, index=True)
@@ -86,11 +86,14 @@ class AttentionEvent(SQLModel, table=True):
 
     __tablename__ = "attention_events"
     __table_args__ = (sa.Index("ix_attention_fanout", "fanned_out_at", "id"),
-                      sa.Index("ix_attention_chat", "chat_id", "id"))
+                      sa.Index("ix_attention_chat", "chat_id", "id"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str
-    user_email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False, index=True))  # whom it concerns
+    # Whom it concerns: the user's id when it was written (None: nobody then, or since deleted), and
+    # their email as it was, for display. Deliveries follow the id, never the email.
+    user_id: int | None = Field(default=None, foreign_key="users.id", index=True)
+    user_email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False))
     project_id: int | None = Field(default=None, index=True)
     chat_id: int
     task_id: int | None = None
@@ -107,6 +110,7 @@ class NotificationChannel(SQLModel, table=True):
     """Where a user wants to be told: a webhook or an email address. Only its owner delivers to it."""
 
     __tablename__ = "notification_channels"
+    __table_args__ = NEVER_REUSED
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True)
@@ -124,7 +128,7 @@ class Delivery(SQLModel, table=True):
     __tablename__ = "deliveries"
     __table_args__ = (sa.UniqueConstraint("event_id", "channel_id", name="uq_delivery_event_channel"),
                       sa.Index("ix_deliveries_due", "state", "next_attempt_at"),
-                      sa.Index("ix_deliveries_channel", "channel_id", "id"))
+                      sa.Index("ix_deliveries_channel", "channel_id", "id"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     event_id: int | None = None  # None: a "send test" delivery

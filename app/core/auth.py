@@ -23,6 +23,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
+from app.core import devices
 from app.core.clock import Clock, SystemClock
 from app.core.config import Settings
 from app.core.db import Database
@@ -112,24 +113,31 @@ class LoginLimits:
                    settings.login_window_seconds)
 
 
-def authenticate(db: Database, email: str, password: str, *, address: str = "", clock: Clock | None = None,
-                 limits: LoginLimits | None = None) -> User:
+def authenticate(db: Database, email: str, password: str, *, address: str = "", device: str = "",
+                 clock: Clock | None = None, limits: LoginLimits | None = None) -> User:
     """The user whose email and password match; raises InvalidCredentials without saying which failed.
 
-    Every attempt is recorded with the client ``address`` (an IP; "" when unknown, which is then
-    not limited per address). Before the password is looked at, raises TooManyAttempts when the
-    email — known or not — or the address already has ``limits`` failures within the window; a
-    refused attempt counts as a failure, and a success erases none.
+    Every attempt is recorded. ``device`` is the browser's device cookie (:mod:`app.core.devices`):
+    when it is a genuine one of the account the email names, the attempt is *trusted* — it is not
+    limited per address, and only this device's failures count against the account. Otherwise it
+    is counted with the client ``address`` (an IP; "" when unknown, which is then not limited per
+    address). Before the password is looked at, raises TooManyAttempts when the email — known or
+    not — has ``limits.per_account`` failures of the same kind (from this device; untrusted) within
+    the window, or an untrusted attempt's address has ``limits.per_address``; a refused attempt
+    counts as a failure, and a success erases none.
     """
     clock = clock or SystemClock()
     typed = (email or "").strip().lower()
     account = _storable(typed)
-    attempt_id = _admit(db, clock.now(), account[:320], _storable((address or "").strip())[:64],
-                        limits or LoginLimits())
     user = None
     if account == typed:  # text no database can store is nobody's email
         with db.read() as s:
             user = s.exec(select(User).where(User.email == account)).first()
+    client = _storable((address or "").strip())[:64]
+    if client.startswith(devices.DEVICE_MARK):  # no address may pass for a device's count
+        client = "invalid"
+    attempt_id = _admit(db, clock.now(), account[:320], client, devices.device_key(user, device),
+                        limits or LoginLimits())
     try:
         _hasher.verify(user.password_hash if user else _dummy_hash(), password or "")
     except (VerificationError, InvalidHashError, UnicodeEncodeError):
@@ -141,28 +149,37 @@ def authenticate(db: Database, email: str, password: str, *, address: str = "", 
     return user
 
 
-def _admit(db: Database, now: dt.datetime, email: str, address: str, limits: LoginLimits) -> int:
+def _admit(db: Database, now: dt.datetime, email: str, address: str, device: str, limits: LoginLimits) -> int:
     """Record an attempt (as failed until proven otherwise) and return its id; raises TooManyAttempts.
 
-    Counting and recording happen in one transaction serialized per email and address (SQLite:
-    the write lock; PostgreSQL: advisory locks), so concurrent workers cannot all slip under the limit.
+    A trusted attempt (``device``, see :func:`authenticate`) is recorded and counted under its
+    device key instead of its address. Counting and recording happen in one transaction serialized
+    per email and address or device (SQLite: the write lock; PostgreSQL: advisory locks), so
+    concurrent workers cannot all slip under the limit.
     """
     window = dt.timedelta(seconds=limits.window_seconds)
+    counted = device or address
     with db.write() as s:
         if not db.sqlite:
-            keys = {_lock_key("email", email)} | ({_lock_key("address", address)} if address else set())
+            keys = {_lock_key("email", email)} | ({_lock_key("address", counted)} if counted else set())
             for key in sorted(keys):
                 s.exec(sa.select(sa.func.pg_advisory_xact_lock(key)))
         s.exec(sa.delete(LoginAttempt).where(LoginAttempt.at <= now - window))  # opportunistic pruning
-        wait = _lockout(s, LoginAttempt.email == email, limits.per_account, now, window)
-        if address:
-            wait = max(wait, _lockout(s, LoginAttempt.address == address, limits.per_address, now, window))
-        row = LoginAttempt(email=email, address=address, succeeded=False, at=now)
+        if device:
+            wait = _lockout(s, sa.and_(LoginAttempt.email == email, LoginAttempt.address == device),
+                            limits.per_account, now, window)
+        else:
+            untrusted = sa.not_(LoginAttempt.address.startswith(devices.DEVICE_MARK, autoescape=True))
+            wait = _lockout(s, sa.and_(LoginAttempt.email == email, untrusted), limits.per_account, now, window)
+            if address:
+                wait = max(wait, _lockout(s, LoginAttempt.address == address, limits.per_address, now, window))
+        row = LoginAttempt(email=email, address=counted, succeeded=False, at=now)
         s.add(row)
         s.flush()
         attempt_id = row.id
     if wait > dt.timedelta(0):
-        log.warning("action=login_refused address=%s retry_after_seconds=%d", address or "-", wait.total_seconds())
+        log.warning("action=login_refused address=%s trusted_device=%s retry_after_seconds=%d", address or "-",
+                    "yes" if device else "no", wait.total_seconds())
         raise TooManyAttempts(max(1, math.ceil(wait.total_seconds() / 60)))
     return attempt_id
 

@@ -165,6 +165,8 @@ class Settings:
     min_interval_seconds: int = 60
     max_concurrent_runs: int = 4
     max_tasks_per_project: int = 50
+    max_projects_per_user: int = 20  # projects a user owns (0: no limit)
+    max_tasks_per_user: int = 200  # schedules in the projects a user owns, all of them together (0: no limit)
     prompt_max_bytes: int = 32768
     request_max_bytes: int = 65536
     grant_ttl_seconds: int = 14400
@@ -202,6 +204,7 @@ class Settings:
     # notifications (SPEC §13): email channels need an SMTP server; webhooks need nothing
     smtp_url: str = ""
     smtp_from: str = "chatcron@localhost"
+    notify_attempt_seconds: float = 10.0  # one webhook POST or email, connect to last byte, ends within this
 
     @property
     def smtp(self) -> SmtpServer | None:
@@ -251,6 +254,8 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "MIN_INTERVAL_SECONDS": ("min_interval_seconds", _int(0)),
     "MAX_CONCURRENT_RUNS": ("max_concurrent_runs", _int(0)),
     "MAX_TASKS_PER_PROJECT": ("max_tasks_per_project", _int(0)),
+    "MAX_PROJECTS_PER_USER": ("max_projects_per_user", _int(0)),
+    "MAX_TASKS_PER_USER": ("max_tasks_per_user", _int(0)),
     "PROMPT_MAX_BYTES": ("prompt_max_bytes", _int(1)),
     "REQUEST_MAX_BYTES": ("request_max_bytes", _int(1024)),
     "GRANT_TTL_SECONDS": ("grant_ttl_seconds", _int(1)),
@@ -284,6 +289,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ALLOWED_ORIGINS": ("allowed_origins", _origins),
     "SMTP_URL": ("smtp_url", _smtp_url),
     "SMTP_FROM": ("smtp_from", _address),
+    "NOTIFY_ATTEMPT_SECONDS": ("notify_attempt_seconds", _float(1.0)),
 }
 
 PREFIX = "CHATCRON_"

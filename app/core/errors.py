@@ -65,6 +65,12 @@ class AlreadyExists(Conflict):
     code = "already_exists"
 
 
+class QuotaExceeded(Conflict):
+    """A limit on how many projects or schedules may exist has been reached."""
+
+    code = "quota_exceeded"
+
+
 class PromptAlreadyRunning(Conflict):
     """The agent is still working on this chat; wait for the current turn to finish."""
 

@@ -67,8 +67,15 @@ class EventType(enum.StrEnum):
     RUN_FINISHED = "run_finished"
 
 
+# Ids of users and of what they own are never given again after a delete (AUTOINCREMENT on SQLite;
+# PostgreSQL's sequences never go back): a new row must not meet rows, marks or receivers that still
+# name an old id (docs/SECURITY.md, "What delete-user leaves").
+NEVER_REUSED = {"sqlite_autoincrement": True}
+
+
 class User(SQLModel, table=True):
     __tablename__ = "users"
+    __table_args__ = NEVER_REUSED
     id: int | None = Field(default=None, primary_key=True)
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False, unique=True))
     password_hash: str
@@ -78,6 +85,7 @@ class User(SQLModel, table=True):
 
 class Project(SQLModel, table=True):
     __tablename__ = "projects"
+    __table_args__ = NEVER_REUSED
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=120)
     owner_id: int = Field(foreign_key="users.id", index=True)
@@ -95,6 +103,7 @@ class Membership(SQLModel, table=True):
 
 class Chat(SQLModel, table=True):
     __tablename__ = "chats"
+    __table_args__ = NEVER_REUSED
     id: int | None = Field(default=None, primary_key=True)
     project_id: int | None = Field(default=None, foreign_key="projects.id", index=True)
     owner_id: int = Field(foreign_key="users.id", index=True)
@@ -214,6 +223,7 @@ class LoginAttempt(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     email: str = Field(sa_column=sa.Column(sa.String(320), nullable=False))
-    address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))  # client IP; "" when unknown
+    # client IP ("" when unknown); a trusted attempt's device key instead ("device:<digest>", app/core/devices.py)
+    address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     succeeded: bool = False  # False until the password has been verified (a check in flight counts as failed)
     at: dt.datetime = instant(nullable=False)

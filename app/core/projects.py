@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from app.core import ports
+from app.core import ports, quotas
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound
@@ -15,11 +15,17 @@ from app.core.models import Membership, Project, User
 from app.core.text import clean_name
 
 
-def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User) -> Project:
-    """Create a project owned by ``owner`` (who becomes a member), its workspace and the agent assets in it."""
+def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User, *,
+                   max_projects: int = 0) -> Project:
+    """Create a project owned by ``owner`` (who becomes a member), its workspace and the agent assets in it.
+
+    Raises QuotaExceeded when ``owner`` already owns ``max_projects`` projects (0: no limit; every
+    caller that acts for a user passes ``Settings.max_projects_per_user``)."""
     title = clean_name(name)
     now = clock.now()
     with db.write() as s:
+        quotas.lock_owner(s, db, owner.id)
+        quotas.check_projects(s, owner.id, max_projects)
         project = Project(name=title, owner_id=owner.id, created_at=now)
         s.add(project)
         s.flush()

@@ -215,3 +215,9 @@ def list_events(db: Database, chat_id: int, after: int = 0, limit: int = 200) ->
             select(Event).where(Event.chat_id == chat_id, Event.id > after)
             .order_by(Event.id).limit(max(1, min(limit, MAX_PAGE)))
         ))
+
+
+def newest_event_id(db: Database) -> int:
+    """The newest transcript event id of the whole store (0: none); an index-only read."""
+    with db.read() as s:
+        return int(s.exec(select(sa.func.max(Event.id))).one() or 0)

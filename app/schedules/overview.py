@@ -44,6 +44,14 @@ class Listed:
 
 
 @dataclasses.dataclass(frozen=True)
+class Page:
+    """One page of :func:`visible_tasks` and where the next one starts."""
+
+    rows: list[Listed]
+    next_after: int | None  # the ``after`` of the next page; None only when no row is left after this page
+
+
+@dataclasses.dataclass(frozen=True)
 class Outcome:
     """What a bulk action did to one task: the task after it, or the refusal."""
 
@@ -77,8 +85,11 @@ def _visible_projects(user: User, project_id: int | None = None):
 
 
 def visible_tasks(db: Database, user: User, status: TaskStatus | None = None, project_id: int | None = None,
-                  limit: int = DEFAULT_PAGE, after: int | None = None) -> list[Listed]:
-    """The tasks ``user`` may see, ordered by project, chat and creation (task id).
+                  limit: int = DEFAULT_PAGE, after: int | None = None) -> Page:
+    """A page of the tasks ``user`` may see, ordered by project, chat and creation (task id).
+
+    ``limit`` is clamped to 1..MAX_PAGE; one row more than that is read, so ``next_after`` is set
+    whenever a row remains — also at (and above) the maximum.
 
     ``project_id`` narrows to one project and raises NotFound when the user cannot see it (as the
     per-project endpoints do). ``after`` is the id of the last task of the previous page; the next
@@ -107,8 +118,10 @@ def visible_tasks(db: Database, user: User, status: TaskStatus | None = None, pr
                                             "start again without after")
             query = query.where(sa.tuple_(Chat.project_id, ScheduledTask.chat_id, ScheduledTask.id)
                                 > sa.tuple_(sa.literal(key[0]), sa.literal(key[1]), sa.literal(after)))
-        query = query.order_by(Chat.project_id, ScheduledTask.chat_id, ScheduledTask.id).limit(limit)
-        return [Listed(task, title, name) for task, title, name in s.exec(query)]
+        query = query.order_by(Chat.project_id, ScheduledTask.chat_id, ScheduledTask.id).limit(limit + 1)
+        found = [Listed(task, title, name) for task, title, name in s.exec(query)]
+    rows = found[:limit]
+    return Page(rows, rows[-1].task.id if len(found) > limit else None)
 
 
 def parse_ids(value: object) -> list[int]:
@@ -142,3 +155,13 @@ def bulk(service: TaskService, actor: Actor, action: BulkAction, ids: Sequence[i
         except ChatcronError as exc:
             outcomes.append(Outcome(task_id, error=exc))
     return outcomes
+
+
+def tasks_mark(db: Database) -> tuple[int, int, str]:
+    """(tasks, newest id, newest change) of the whole store: moves whenever any task is created, changed
+    or deleted — what an open page's Schedules counts wait on (app/ui/tasks.py)."""
+    table = ScheduledTask.__table__
+    query = sa.select(sa.func.count(), sa.func.coalesce(sa.func.max(table.c.id), 0), sa.func.max(table.c.updated_at))
+    with db.read() as s:
+        count, newest, changed = s.connection().execute(query).one()
+    return int(count), int(newest), str(changed)

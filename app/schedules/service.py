@@ -17,12 +17,13 @@ from sqlmodel import Session, func, select
 
 from app.core import attention_events as attention
 from app.core import chats as chat_service
+from app.core import quotas
 from app.core.attention_tables import AttentionKind, Notify
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
-from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from app.core.models import Event, EventType, User
+from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded
+from app.core.models import Event, EventType, Project, User
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
 from app.schedules import timing
@@ -40,12 +41,6 @@ from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
 EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify")
-
-
-class QuotaExceeded(Conflict):
-    """The project has reached its quota of scheduled tasks."""
-
-    code = "quota_exceeded"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,12 +168,12 @@ class TaskService:
         )
         try:
             with self.db.write() as s:
-                self._check_quota(s, chat.project_id)
+                self._check_quotas(s, chat.project_id)
                 s.add(task)
                 s.flush()
                 if status == TaskStatus.DRAFT:
                     attention.record(s.connection(), [attention.row(
-                        now, AttentionKind.DRAFT_CREATED, user_email=task.owner, chat_id=chat_id,
+                        now, AttentionKind.DRAFT_CREATED, user_email=task.owner, user_id=actor.user.id, chat_id=chat_id,
                         project_id=chat.project_id, task_id=task.id, payload={"task": attention.task_payload(task)})])
         except IntegrityError:
             existing = self._by_key(chat_id, key) if key else None
@@ -193,14 +188,25 @@ class TaskService:
             return s.exec(select(ScheduledTask).where(ScheduledTask.chat_id == chat_id,
                                                       ScheduledTask.idempotency_key == key)).first()
 
-    def _check_quota(self, s: Session, project_id: int) -> None:
+    def _check_quotas(self, s: Session, project_id: int) -> None:
+        """The per-project and per-user schedule limits, counted after locking the project's owner
+        (app/core/quotas.py), so concurrent creations in this transaction's place wait their turn."""
+        owner_id = quotas.project_owner(s, self.db, project_id)
         limit = self.settings.max_tasks_per_project
-        if not limit:
-            return
-        count = s.exec(select(func.count()).select_from(ScheduledTask)
-                       .where(ScheduledTask.project_id == project_id)).one()
-        if count >= limit:
-            raise QuotaExceeded(f"the project already has {count} schedules (limit {limit}); delete some first")
+        if limit:
+            count = s.exec(select(func.count()).select_from(ScheduledTask)
+                           .where(ScheduledTask.project_id == project_id)).one()
+            if count >= limit:
+                raise QuotaExceeded(f"the project already has {count} schedules (limit {limit}, "
+                                    f"{quotas.PROJECT_TASKS_SETTING}); delete some first")
+        limit = self.settings.max_tasks_per_user
+        if limit:
+            count = s.exec(select(func.count()).select_from(ScheduledTask)
+                           .join(Project, Project.id == ScheduledTask.project_id)
+                           .where(Project.owner_id == owner_id)).one()
+            if count >= limit:
+                raise QuotaExceeded(f"the project's owner already has {count} schedules across their projects "
+                                    f"(limit {limit}, {quotas.TASKS_SETTING}); delete some first")
 
     def update(self, actor: Actor, task_id: int, body: dict[str, Any]) -> ScheduledTask:
         """Edit the definition (users only; agents may rename). A new schedule recomputes next_run_at from now."""

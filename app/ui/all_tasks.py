@@ -79,10 +79,10 @@ def listing(user: User, status: str, project: int | None, viewer_zone: str) -> L
     and the projects the user can pick; raises NotFound for a project the user cannot see."""
     service = task_service()
     chosen = overview.parse_status(None if status == ALL else status)
-    found = overview.visible_tasks(service.db, user, chosen, project, PAGE + 1)
+    page = overview.visible_tasks(service.db, user, chosen, project, PAGE)
     now = service.clock.now()
     options = [ProjectOption(str(p.id), p.name) for p in projects.list_projects(service.db, user)]
-    return Listing([_row(item, now, viewer_zone) for item in found[:PAGE]], options, len(found) > PAGE)
+    return Listing([_row(item, now, viewer_zone) for item in page.rows], options, page.next_after is not None)
 
 
 def act(user: User, action: str, ids: Sequence[int], names: Mapping[int, str]) -> tuple[list[int], str]:

@@ -106,7 +106,8 @@ def check_event(name: str, payload: object, fn: Callable, state_cls: type) -> No
         allowed = _internal().get(name)
         if allowed is None:
             raise InvalidInput("event", "is not one the page sends")
-        args = checks.arguments(payload, allowed, ())
+        # What the handler itself requires is required here too (a missing one was a TypeError in Reflex).
+        args = checks.arguments(payload, allowed, _signature(fn)[1] & allowed.keys())
         for arg, value in args.items():
             allowed[arg](value, arg)
         return
@@ -138,8 +139,9 @@ class EventGuard(Middleware):
 
     async def preprocess(self, app: rx.App, state: rx.State, event: Event) -> StateUpdate | None:
         registered = RegistrationContext.get().event_handlers.get(event.name)
-        if registered is None:
-            return None  # Reflex reports an unknown name itself
+        if registered is None:  # app/ui/socket_guard.py drops these before Reflex reads them
+            unknown = InvalidInput("event", "is not one the page sends")
+            return StateUpdate(events=Event.from_event_type(refusal(unknown)))
         fn, state_cls = registered.handler.fn, registered.states[0]
         try:
             check_event(event.name, event.payload, fn, state_cls)
@@ -147,6 +149,9 @@ class EventGuard(Middleware):
             log.warning("action=ws_refused event=%s reason=%r", _short(event.name), exc.message[:200])
             return StateUpdate(events=Event.from_event_type(refusal(exc)))
         CURRENT_USER.set(None)
+        if event.name in _hydrate_events():
+            await _forget_if_signed_out(state._get_root_state())
+            return None
         if not issubclass(state_cls, AuthState) or getattr(fn, PUBLIC_MARK, False):
             return None
         root = state._get_root_state()
@@ -155,6 +160,18 @@ class EventGuard(Middleware):
             return await _signed_out(root)
         CURRENT_USER.set(user)
         return None
+
+
+@functools.cache
+def _hydrate_events() -> frozenset[str]:
+    return frozenset(f"{State.get_full_name()}.{name}" for name in ("hydrate", "hydrate_and_load"))
+
+
+async def _forget_if_signed_out(root: rx.State) -> None:
+    """A (re)loading page without a live session: its tab's states are cleared before hydration sends
+    them, so a reload after the session ended elsewhere (logout, end-sessions) shows nothing of the user."""
+    if await asyncio.to_thread(session_user, session_token(root.router.headers.cookie)) is None:
+        await (await root.get_state(AuthState))._forget_tab()
 
 
 async def _signed_out(root: rx.State) -> StateUpdate:

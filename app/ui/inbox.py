@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
-import time
 from typing import Any
 
 from app.attention import approvals, inbox, reads
 from app.core.context import get_core
 from app.core.models import User
 from app.ui import tasks
+from app.ui.marks import SharedMark
 from app.ui.usage import usage_line
 
 PAGE = 30
@@ -117,21 +116,13 @@ def counts(user: User) -> Counts:
                   {str(chat): n for chat, n in reads.chat_unread_counts(db, user).items()})
 
 
-_mark_lock = threading.Lock()
-_mark: tuple[float, tuple[int, ...]] = (0.0, ())
+CHANGES = SharedMark(lambda: reads.change_mark(get_core().db), MARK_MAX_AGE)
 
 
 def change_mark(max_age: float = MARK_MAX_AGE) -> tuple[int, ...]:
     """The store's change mark (:func:`reads.change_mark`), read at most once per ``max_age`` seconds
-    in this worker however many tabs ask: the tabs' watchers share one read."""
-    global _mark
-    with _mark_lock:
-        at, value = _mark
-        if time.monotonic() - at < max_age and value:
-            return value
-        value = reads.change_mark(get_core().db)
-        _mark = (time.monotonic(), value)
-        return value
+    in this worker however many tabs ask: the tabs' watchers share one read (app/ui/marks.py)."""
+    return CHANGES.read(max_age)
 
 
 def newest_event(user: User) -> int:

@@ -16,16 +16,19 @@ from app.core.context import get_core
 from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from app.schedules import clock_notes
+from app.schedules import clock_notes, overview
 from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError, parse_instant
 from app.ui import schedule_form, schedule_views, usage
+from app.ui.marks import SharedMark
 from app.ui.schedule_form import FormFields
 from app.ui.timeline import Timeline, timeline
 
 HISTORY_LIMIT = 20
+TASKS_MARK_MAX_AGE = 1.0  # s: a worker reads the tasks mark at most this often, for all its tabs
+TASKS = SharedMark(lambda: overview.tasks_mark(get_core().db), TASKS_MARK_MAX_AGE)
 ACTIONS = ("arm", "pause", "resume", "run_now", "delete")
 
 _service: TaskService | None = None

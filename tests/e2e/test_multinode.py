@@ -79,7 +79,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS, web_dir("multinode"))
     group = Schedulers(db_url, root / "unused", root / "logs")
     settings = Settings(data_dir=root / "test-host", database_url=db_url, run_lease_seconds=LEASE,
-                        max_tasks_per_project=0, demo_word_delay_seconds=0.0)
+                        max_tasks_per_project=0, max_tasks_per_user=0, demo_word_delay_seconds=0.0)
     core = build_core(settings, SystemClock())
     try:
         web.start()

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser, expect
-from reflex.state import OnLoadInternalState, State, UpdateVarsInternalState
+from reflex.state import FrontendEventExceptionState, OnLoadInternalState, State, UpdateVarsInternalState
 
 from app.ui.guard import REFUSED, TOAST_ID
 from app.ui.state.all_schedules import AllSchedulesState
@@ -149,6 +149,12 @@ HOSTILE = [
     (event_name(State, "setvar"), {"var_name": "is_hydrated", "value": True}, "event: is not one the page sends"),
     (event_name(UpdateVarsInternalState, "update_vars_internal"), {"vars": {"a.b": "c"}}, "vars: must be empty"),
     (event_name(OnLoadInternalState, "set_is_hydrated"), {"value": "no"}, "value: must be true or false"),
+    # Reflex's own events without their arguments (each was a TypeError in the log)
+    (event_name(UpdateVarsInternalState, "update_vars_internal"), {}, "arguments: missing vars"),
+    (event_name(FrontendEventExceptionState, "handle_frontend_exception"), {}, "arguments: missing"),
+    (event_name(State, "set_is_hydrated"), {}, "arguments: missing value"),
+    (event_name(OnLoadInternalState, "set_is_hydrated"), {}, "arguments: missing value"),
+    ("state.no_such_state.handler", {}, None),  # no registered event: dropped unanswered (see below)
 ]
 
 
@@ -159,6 +165,8 @@ def test_every_handler_refuses_hostile_arguments_calmly(tab: Tab, server, token:
     for name, payload, fragment in HOSTILE:
         call = f"{name.rsplit('.', 1)[1]}({payload!r:.60})"
         mark = tab.forge(name, payload)
+        if fragment is None:
+            continue
         answer = tab.frames.wait_for(tab.page, mark, lambda text: TOAST_ID in text, what=call)
         assert fragment in answer, f"{call} answered {answer[:300]}"
     expect(tab.page.get_by_text(REFUSED).first).to_be_visible()

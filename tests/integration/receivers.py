@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import select
+import socket
+import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -79,6 +82,96 @@ def webhook_receiver() -> Iterator[Receiver]:
         receiver.hang = 0.0
         receiver.server.shutdown()
         receiver.server.server_close()
+
+
+class Trickler:
+    """A webhook endpoint that never finishes answering: it reads the request, sends the status line,
+    then one header line every ``interval`` seconds for as long as the client stays. Counts the
+    connections open now, the most open at once, and how long each one lasted."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.open_now = 0
+        self.most_open = 0
+        self.accepted = 0
+        self.lasted: list[float] = []  # seconds from accept to the client hanging up, per connection
+        self.stopping = threading.Event()
+        self.conns: list[socket.socket] = []
+        trickler = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                started = time.monotonic()
+                with trickler.changed:
+                    trickler.conns.append(self.request)
+                    trickler.accepted += 1
+                    trickler.open_now += 1
+                    trickler.most_open = max(trickler.most_open, trickler.open_now)
+                    trickler.changed.notify_all()
+                try:
+                    trickler.serve(self.request)
+                finally:
+                    with trickler.changed:
+                        trickler.conns.remove(self.request)
+                        trickler.open_now -= 1
+                        trickler.lasted.append(time.monotonic() - started)
+                        trickler.changed.notify_all()
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/slow"
+        self.thread = threading.Thread(target=self.server.serve_forever, name="trickler", daemon=True)
+
+    def serve(self, conn: socket.socket) -> None:
+        conn.settimeout(5.0)
+        head = b""
+        try:
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                head += chunk
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            line = 0
+            while not self.stopping.is_set():
+                if select.select([conn], [], [], self.interval)[0]:
+                    if not conn.recv(4096):
+                        return  # the client hung up
+                    continue
+                line += 1
+                conn.sendall(b"X-Still-Thinking: %d\r\n" % line)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        """Stop serving and hang up on every client still waiting."""
+        self.stopping.set()
+        with self.lock:
+            for conn in self.conns:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+        self.server.shutdown()
+        self.server.server_close()
+
+    def wait(self, check: Callable[[Trickler], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not check(self):
+                left = deadline - time.monotonic()
+                assert left > 0, f"{what} did not happen within {timeout} s"
+                self.changed.wait(left)
+
+
+@contextlib.contextmanager
+def trickle_receiver(interval: float) -> Iterator[Trickler]:
+    trickler = Trickler(interval)
+    trickler.thread.start()
+    try:
+        yield trickler
+    finally:
+        trickler.close()
 
 
 @contextlib.contextmanager

@@ -238,8 +238,9 @@ def build_world(core: Core, clock: FakeClock, client: TestClient) -> World:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One world per database; every cell builds its own target task in a fresh chat."""
-    # no project quota: the cells of one module add ~150 tasks to Alice's project
-    with database_core(request, tmp_path_factory, "agent-matrix", FakeClock(), max_tasks_per_project=0) as core, \
+    # no schedule quotas: the cells of one module add ~150 tasks to Alice's project
+    with database_core(request, tmp_path_factory, "agent-matrix", FakeClock(), max_tasks_per_project=0,
+                       max_tasks_per_user=0) as core, \
             client_for(core) as client:
         yield build_world(core, core.clock, client)
 

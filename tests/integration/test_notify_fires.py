@@ -66,7 +66,7 @@ def test_a_hanging_webhook_does_not_slow_a_fire(rig_with: Callable[..., Any]) ->
             [first, *_] = deliveries(rig.core)
             assert first.lease_owner == "test:hang" and first.attempts == 0, "the first attempt was still going"
             wait_until(lambda: deliveries(rig.core)[0].attempts == 1, what="the hanging attempt timed out")
-            assert deliveries(rig.core)[0].last_error.startswith(("URLError", "TimeoutError"))
+            assert deliveries(rig.core)[0].last_error == "no complete answer within 2 s (the attempt's time limit)"
         finally:
             deliverer.stop(0.1)
     assert took < 1.5, f"a fire took {took:.2f} s while a webhook hung"

@@ -22,7 +22,7 @@ from app.core import chats, projects
 from app.core.attention_tables import AttentionKind, Delivery, DeliveryState, NotificationChannel
 from app.core.context import Core
 from app.core.db import Database
-from app.core.models import Run, User
+from app.core.models import Chat, Run, User
 from tests.conftest import with_settings
 from tests.integration.apiclient import add_user
 from tests.integration.receivers import smtp_server, wait_until, webhook_receiver
@@ -53,10 +53,19 @@ def deliverers(core: Core, count: int = 1, separate_engines: bool = False, backo
             db.dispose()
 
 
+def chat_of(core: Core, user: User) -> int:
+    """The user's loose chat (made on first use): an event reaches a user's channels only from a
+    chat they can see."""
+    with core.db.read() as s:
+        found = s.exec(select(Chat.id).where(Chat.owner_id == user.id, Chat.project_id.is_(None))).first()
+    return found or chats.create_chat(core.db, core.clock, user, None, "Watch").id
+
+
 def add_event(core: Core, user: User, kind: AttentionKind, notify: bool = True, **payload: Any) -> int:
+    chat_id = chat_of(core, user)
     with core.db.write() as s:
         attention.record(s.connection(), [attention.row(
-            core.clock.now(), kind, user_email=user.email, chat_id=1, project_id=None, notify=notify,
+            core.clock.now(), kind, user_email=user.email, chat_id=chat_id, project_id=None, notify=notify,
             payload={"task": {"id": 9, "name": "Nightly"}, "run": {"id": None, "outcome": "failed"}, **payload})])
         return s.connection().execute(sa.text("SELECT max(id) FROM attention_events")).scalar_one()
 

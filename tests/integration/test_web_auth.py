@@ -181,6 +181,7 @@ def test_no_ticket_without_a_nonce(core: Core, user: User) -> None:
 # -- the pre-login cookie ----------------------------------------------------------------------
 
 PAGE_LOAD = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+FROM_PAGE = {"Origin": "http://testserver"}  # what a browser's form POST from the page sends
 
 
 def login_cookies(response: httpx.Response) -> list[str]:
@@ -207,21 +208,20 @@ def test_the_pre_login_cookie_is_set_only_on_page_loads_of_browsers_without_one(
     assert login_cookies(client.get("/login", headers=PAGE_LOAD)) == []  # it has one: kept for every tab
     with TestClient(create_api(lambda: core, 65536)) as bare:
         assert login_cookies(bare.get("/api/health")) == []  # an API call is not a page load
-        assert login_cookies(bare.post("/auth/logout", headers=PAGE_LOAD, follow_redirects=False)) == []
+        assert login_cookies(bare.post("/auth/logout", headers={**PAGE_LOAD, **FROM_PAGE},
+                                       follow_redirects=False)) == []
         assert len(login_cookies(bare.head("/", headers=PAGE_LOAD))) == 1
 
 
 # -- logout ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", ["GET", "POST"])
-def test_logout_deletes_the_session_and_clears_the_cookie(core: Core, user: User, client: TestClient,
-                                                          method: str) -> None:
+def test_logout_deletes_the_session_and_clears_the_cookie(core: Core, user: User, client: TestClient) -> None:
     token = cookie_attributes(claim(client, login_ticket(core, user.id)))["value"]
     other = auth.create_session(core.db, core.clock, user.id, 3600)  # another browser stays logged in
     assert client.cookies.get(auth.SESSION_COOKIE) == token
 
-    response = client.request(method, "/auth/logout", follow_redirects=False)
+    response = client.post("/auth/logout", headers=FROM_PAGE, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/login")
     cleared = cookie_attributes(response)
     assert cleared["value"] in ("", '""')
@@ -234,10 +234,27 @@ def test_logout_deletes_the_session_and_clears_the_cookie(core: Core, user: User
     assert auth.user_for_session(core.db, core.clock, other).id == user.id
 
 
+@pytest.mark.parametrize(("method", "headers", "status"), [
+    ("GET", {}, 405),  # <img src=".../auth/logout"> on another site
+    ("GET", FROM_PAGE, 405),
+    ("POST", {}, 403),  # no Origin: not a page's form (a foreign page's Origin is refused earlier, test_origins)
+])
+def test_logout_by_get_or_without_an_origin_ends_nothing(core: Core, user: User, client: TestClient, method: str,
+                                                         headers: dict, status: int) -> None:
+    token = cookie_attributes(claim(client, login_ticket(core, user.id)))["value"]
+    before = table_contents(core)
+    response = client.request(method, "/auth/logout", headers=headers, follow_redirects=False)
+    assert response.status_code == status
+    assert response.json()["error"]["code"] in ("method_not_allowed", "forbidden_origin")
+    assert "set-cookie" not in response.headers
+    assert table_contents(core) == before
+    assert auth.user_for_session(core.db, core.clock, token).id == user.id
+
+
 def test_logout_without_a_session_is_harmless(core: Core, user: User, client: TestClient) -> None:
     auth.create_session(core.db, core.clock, user.id, 3600)
     before = table_contents(core)
-    response = client.post("/auth/logout", follow_redirects=False)
+    response = client.post("/auth/logout", headers=FROM_PAGE, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/login")
     assert table_contents(core) == before
 

@@ -143,7 +143,7 @@ def bench(kind: str, sizes: Sizes) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-scheduler-") as folder, _database(kind, Path(folder)) as url:
         tmp = Path(folder)
         settings = Settings(data_dir=tmp / "data", database_url=url, demo_word_delay_seconds=0.0,
-                            max_tasks_per_project=0)
+                            max_tasks_per_project=0, max_tasks_per_user=0)
         core = build_core(settings)
         upgrade(core.db)
         user = auth.create_user(core.db, core.clock, "bench@example.com", "password-1")

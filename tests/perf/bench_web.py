@@ -83,6 +83,13 @@ QUICK = Sizes(wake_samples=5, pages=2, ui_repeats=3, rps_clients=4, rps_windows=
 @contextlib.contextmanager
 def web_process(b: Bench) -> Iterator[str]:
     """``reflex run --env prod`` on a free port against ``b``'s database; yields its base URL."""
+    with web_process_group(b) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def web_process_group(b: Bench) -> Iterator[tuple[str, int]]:
+    """As :func:`web_process`; yields (base URL, the process group id of every web process)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATCRON_")}
@@ -97,7 +104,7 @@ def web_process(b: Bench) -> Iterator[str]:
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_healthy(url, proc, log)
-        yield url
+        yield url, proc.pid
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

@@ -65,7 +65,7 @@ def prepared(kind: str, prefix: str, **overrides: object) -> Iterator[Bench]:
     with tempfile.TemporaryDirectory(prefix=prefix) as folder, _database(kind, Path(folder)) as url:
         tmp = Path(folder)
         values = {"data_dir": tmp / "data", "database_url": url, "demo_word_delay_seconds": 0.0,
-                  "max_tasks_per_project": 0, **overrides}
+                  "max_tasks_per_project": 0, "max_tasks_per_user": 0, **overrides}
         settings = Settings(**values)
         core = build_core(settings)
         upgrade(core.db)

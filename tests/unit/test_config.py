@@ -60,6 +60,7 @@ GOOD_VALUES = [
     ("CHATCRON_REQUEST_MAX_BYTES", "1024", "request_max_bytes", 1024),
     ("CHATCRON_RUN_LEASE_SECONDS", "2", "run_lease_seconds", 2),
     ("CHATCRON_DEMO_WORD_DELAY_SECONDS", "0.5", "demo_word_delay_seconds", 0.5),
+    ("CHATCRON_NOTIFY_ATTEMPT_SECONDS", " 2.5 ", "notify_attempt_seconds", 2.5),
     ("CHATCRON_ALLOWED_ORIGINS", " https://Chat.Example.com:443/ , http://10.0.0.5:3000,https://chat.example.com",
      "allowed_origins", ("https://chat.example.com", "http://10.0.0.5:3000")),
 ]
@@ -75,6 +76,9 @@ BAD_VALUES = [
     ("CHATCRON_PROVIDER", "gpt"),
     ("CHATCRON_APPROVAL_TIMEOUT_SECONDS", "0"),
     ("CHATCRON_APPROVAL_TIMEOUT_SECONDS", "soon"),
+    ("CHATCRON_NOTIFY_ATTEMPT_SECONDS", "0.5"),
+    ("CHATCRON_NOTIFY_ATTEMPT_SECONDS", "10s"),
+    ("CHATCRON_NOTIFY_ATTEMPT_SECONDS", "inf"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "abc"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "-1"),
     ("CHATCRON_MIN_INTERVAL_SECONDS", "1.5"),

@@ -125,3 +125,51 @@ def test_a_failing_read_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
         feed._task.cancel()
 
     run(scenario())
+
+
+def test_idle_chats_share_one_read_of_the_newest_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty open, idle chats: the worker reads the store's newest id once per poll, and a chat's own
+    log only when that id moved (and every RESCAN_SECONDS); a new event still reaches its chat."""
+    monkeypatch.setattr(feeds, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(feeds, "_pulse", feeds.Pulse())
+
+    async def scenario() -> None:
+        logs = {chat: Log() for chat in range(100, 120)}
+        newest_reads = [0]
+
+        async def newest() -> int:
+            newest_reads[0] += 1
+            return max((log.events[-1].id for log in logs.values() if log.events), default=0)
+
+        feeds_ = [feeds.feed_for(chat, 0, log.fetch, newest, rescan=None) for chat, log in logs.items()]
+        await asyncio.sleep(0.3)  # about 30 polls of every feed, nothing happening
+        assert all(log.reads == 1 for log in logs.values()), [log.reads for log in logs.values()]
+        assert newest_reads[0] <= 0.3 / 0.01 + 5  # one shared read per poll, not one per chat
+        waiting = asyncio.create_task(feeds_[7].after(0, 5.0))
+        logs[107].append(2)
+        assert [e.id for e in await waiting] == [1, 2]
+        assert sum(log.reads for log in logs.values()) <= 20 + 2 * 20  # the move woke one read of each chat
+        for feed in feeds_:
+            feed._task.cancel()
+
+    run(scenario())
+
+
+def test_a_late_commit_below_the_newest_id_is_read_at_the_next_rescan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(feeds, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(feeds, "_pulse", feeds.Pulse())
+
+    async def scenario() -> None:
+        log = Log()
+
+        async def newest() -> int:
+            return 50  # another chat's newer event committed first; this chat's id 1 commits later
+
+        feed = feeds.feed_for(200, 0, log.fetch, newest, rescan=0.1)  # (PostgreSQL's rescans)
+        await asyncio.sleep(0.05)
+        log.append(1)
+        got = await feed.after(0, 1.0)
+        assert [e.id for e in got] == [1]
+        feed._task.cancel()
+
+    run(scenario())

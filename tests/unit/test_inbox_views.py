@@ -71,7 +71,7 @@ def test_the_change_mark_is_read_once_per_worker_within_its_age(monkeypatch: pyt
 
     monkeypatch.setattr(views.reads, "change_mark", fake)
     monkeypatch.setattr(views, "get_core", lambda: type("Core", (), {"db": None})())
-    monkeypatch.setattr(views, "_mark", (0.0, ()))
+    monkeypatch.setattr(views, "CHANGES", views.SharedMark(views.CHANGES._read, views.MARK_MAX_AGE))
     first = views.change_mark(max_age=60)
     assert views.change_mark(max_age=60) == first and len(reads) == 1
     assert views.change_mark(max_age=0) != first and len(reads) == 2

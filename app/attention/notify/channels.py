@@ -26,7 +26,8 @@ from app.core.models import User
 URL_MAX = 2048
 KINDS = tuple(k.value for k in AttentionKind)
 _EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$|^[^@\s<>,;]+@localhost$")
-LOG_LIMIT = 50
+LOG_LIMIT = 50  # deliveries per page of a channel's log unless ``limit`` says otherwise
+LOG_MAX = 500
 
 
 def check_url(value: Any) -> str:
@@ -126,12 +127,16 @@ def send_test(db: Database, clock: Clock, user: User, channel_id: int) -> int:
     return delivery_id
 
 
-def deliveries(db: Database, user: User, channel_id: int, limit: int = LOG_LIMIT) -> list[Delivery]:
-    """The channel's delivery log, newest first."""
+def deliveries(db: Database, user: User, channel_id: int, limit: int = LOG_LIMIT,
+               before: int | None = None) -> list[Delivery]:
+    """The channel's delivery log, newest first: at most ``limit`` (not clamped: a pager asks for
+    one more than it shows), only ids below ``before`` when it is given."""
     get(db, user, channel_id)
+    query = select(Delivery).where(Delivery.channel_id == channel_id)
+    if before is not None:
+        query = query.where(Delivery.id < before)
     with db.read() as s:
-        return list(s.exec(select(Delivery).where(Delivery.channel_id == channel_id)
-                           .order_by(Delivery.id.desc()).limit(limit)).all())
+        return list(s.exec(query.order_by(Delivery.id.desc()).limit(limit)).all())
 
 
 def events_of(channel: NotificationChannel) -> list[str]:

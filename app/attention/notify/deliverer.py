@@ -1,8 +1,11 @@
 """The deliverer: one background thread per process (web and scheduler alike) plus a small pool.
 
 Each round it fans out new attention events and leases as many due deliveries as it has free
-workers; attempts run on the pool with their own timeouts, so a dead webhook only ever occupies
-one of this deliverer's workers — never a fire, a request or the loop itself. The database
+workers; attempts run on the pool, each ending within ``attempt_seconds`` however slowly the other
+side answers (``senders.AttemptDeadline``), so a dead webhook only ever occupies one of this
+deliverer's workers — never a fire, a request or the loop itself — and ``outbox.claim_due`` leases
+at most one delivery per channel and ``outbox.PER_USER`` per user at a time, across every
+deliverer: a hung receiver holds one worker, and the other users' deliveries go on. The database
 decides who delivers what (see ``outbox``), so any number of deliverers may run on one store.
 A round runs every ``poll_seconds`` (one indexed query when idle), at once after an attempt ends,
 and at once on :meth:`Deliverer.kick` — the scheduler kicks on every wake hint (a fire that ended
@@ -12,6 +15,7 @@ sends one), and :func:`kick_local` kicks this process's deliverers (a test deliv
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -20,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from app.attention.notify import outbox, policy
-from app.attention.notify.senders import Mailer, send_webhook
+from app.attention.notify.senders import TIMEOUT_SECONDS, Mailer, send_webhook
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import STORE_FAILURES, Database, first_line
@@ -34,8 +38,9 @@ Sender = Callable[[outbox.Job], policy.Outcome]
 class DelivererConfig:
     owner: str  # this deliverer's lease name (host:pid:nonce)
     poll_seconds: float = 1.0
-    lease_seconds: float = 60.0  # longer than any attempt (HTTP and SMTP time out after 10 s)
+    lease_seconds: float = 60.0  # longer than any attempt (``attempt_seconds``)
     workers: int = 4
+    attempt_seconds: float = TIMEOUT_SECONDS  # one attempt's wall-time bound (CHATCRON_NOTIFY_ATTEMPT_SECONDS)
     backoff: Sequence[float] = policy.BACKOFF_SECONDS
     fan_out_batch: int = 100
     prune_every_seconds: float = 3600.0  # settled deliveries older than outbox.KEEP_DAYS are forgotten
@@ -50,15 +55,18 @@ def kick_local() -> None:
         deliverer.kick()
 
 
-def config_for(role: str) -> DelivererConfig:
-    return DelivererConfig(owner=f"{role}:{instance_id()}")
+def config_for(role: str, attempt_seconds: float = TIMEOUT_SECONDS) -> DelivererConfig:
+    """A process's deliverer: its lease outlasts an attempt with room to record the result."""
+    return DelivererConfig(owner=f"{role}:{instance_id()}", attempt_seconds=attempt_seconds,
+                           lease_seconds=max(60.0, 3 * attempt_seconds))
 
 
 class Deliverer:
-    def __init__(self, db: Database, clock: Clock, config: DelivererConfig, webhook: Sender = send_webhook,
+    def __init__(self, db: Database, clock: Clock, config: DelivererConfig, webhook: Sender | None = None,
                  email: Sender | None = None) -> None:
         self.db, self.clock, self.config = db, clock, config
-        self._webhook, self._email = webhook, email
+        self._webhook = webhook or functools.partial(send_webhook, timeout=config.attempt_seconds)
+        self._email = email
         self._stop = threading.Event()
         self._kick = threading.Event()
         self._busy = 0
@@ -69,9 +77,9 @@ class Deliverer:
 
     @classmethod
     def for_settings(cls, db: Database, clock: Clock, settings: Settings, role: str) -> Deliverer:
-        smtp = settings.smtp
-        mailer = Mailer(smtp, settings.smtp_from).send if smtp is not None else None
-        return cls(db, clock, config_for(role), email=mailer)
+        smtp, seconds = settings.smtp, settings.notify_attempt_seconds
+        mailer = Mailer(smtp, settings.smtp_from, timeout=seconds).send if smtp is not None else None
+        return cls(db, clock, config_for(role, seconds), email=mailer)
 
     def start(self) -> Deliverer:
         if self._thread is None:

@@ -3,9 +3,13 @@
 Exactly one deliverer fans out an event: the compare-and-set ``fanned_out_at IS NULL → now`` and
 the event's deliveries are one transaction, so the deliveries exist once or not at all (and
 ``(event_id, channel_id)`` is unique besides). A due delivery is attempted by the deliverer that
-took its lease (``lease_owner``/``lease_until`` by compare-and-set; ``FOR UPDATE SKIP LOCKED`` on
-PostgreSQL keeps racing deliverers off each other's rows); a deliverer that dies mid-attempt
+took its lease (``lease_owner``/``lease_until`` by compare-and-set; on PostgreSQL a lock on the
+channel's row, ``SKIP LOCKED``, keeps racing deliverers off each other's channels); a deliverer that dies mid-attempt
 leaves a lease that expires, and another one retries: at least once.
+
+An event goes to the channels of the user its ``user_id`` names, and only while that user can see
+its chat. Leases are shared fairly: at most one attempt in flight per channel and ``PER_USER``
+per user, across every deliverer (:func:`claim_due`).
 """
 
 from __future__ import annotations
@@ -14,19 +18,21 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+from collections import Counter
 from typing import Any
 
 import sqlalchemy as sa
 
 from app.attention.notify import policy
+from app.attention.reads import visible_chats
 from app.core.attention_tables import AttentionEvent, ChannelKind, Delivery, DeliveryState, NotificationChannel
 from app.core.clock import rfc3339
 from app.core.db import Database
-from app.core.models import Run, User
+from app.core.models import Chat, Run, User
 
 log = logging.getLogger("chatcron.notify")
 _EVENTS, _CHANNELS, _DELIVERIES = AttentionEvent.__table__, NotificationChannel.__table__, Delivery.__table__
-_USERS, _RUNS = User.__table__, Run.__table__
+_USERS, _RUNS, _CHATS = User.__table__, Run.__table__, Chat.__table__
 KEEP_DAYS = 30.0  # a channel's delivery log keeps settled deliveries this long
 
 
@@ -81,13 +87,25 @@ def fan_out(db: Database, now: dt.datetime, limit: int = 100) -> int:
     return ours
 
 
+def _recipient(conn: sa.Connection, event: sa.Row) -> sa.Row | None:
+    """The user an event is for (by id, never by email), if they can still see its chat: someone who
+    lost the project, or a new account under a deleted user's email, hears nothing of it."""
+    if event.user_id is None:
+        return None
+    user = conn.execute(sa.select(_USERS.c.id, _USERS.c.is_admin).where(_USERS.c.id == event.user_id)).first()
+    if user is None:
+        return None
+    sees = conn.execute(sa.select(_CHATS.c.id).where(_CHATS.c.id == event.chat_id, visible_chats(user))).first()
+    return user if sees is not None else None
+
+
 def _deliveries_of(conn: sa.Connection, event_id: int, now: dt.datetime) -> list[dict[str, Any]]:
     event = conn.execute(sa.select(_EVENTS).where(_EVENTS.c.id == event_id)).one()
-    if not event.notify:
+    user = _recipient(conn, event) if event.notify else None
+    if user is None:
         return []
-    channels = conn.execute(
-        sa.select(_CHANNELS.c.id, _CHANNELS.c.events).join(_USERS, _USERS.c.id == _CHANNELS.c.user_id)
-        .where(_USERS.c.email == event.user_email, _CHANNELS.c.deleted_at.is_(None))).all()
+    channels = conn.execute(sa.select(_CHANNELS.c.id, _CHANNELS.c.events)
+                            .where(_CHANNELS.c.user_id == user.id, _CHANNELS.c.deleted_at.is_(None))).all()
     wanted = [c.id for c in channels if policy.wants(policy.parse_events(c.events), event.kind)]
     if not wanted:
         return []
@@ -127,15 +145,66 @@ def queue_test(db: Database, channel_id: int, now: dt.datetime) -> int:
             .returning(_DELIVERIES.c.id)).scalar_one()
 
 
-_DUE = (sa.select(_DELIVERIES.c.id).where(_DELIVERIES.c.state == DeliveryState.PENDING.value,
-                                          _DELIVERIES.c.next_attempt_at <= sa.bindparam("now"),
-                                          sa.or_(_DELIVERIES.c.lease_until.is_(None),
-                                                 _DELIVERIES.c.lease_until < sa.bindparam("now")))
+_PENDING = _DELIVERIES.c.state == DeliveryState.PENDING.value
+_FREE = sa.or_(_DELIVERIES.c.lease_until.is_(None), _DELIVERIES.c.lease_until < sa.bindparam("now"))
+_DUE = (sa.select(_DELIVERIES.c.id).where(_PENDING, _DELIVERIES.c.next_attempt_at <= sa.bindparam("now"), _FREE)
         .order_by(_DELIVERIES.c.next_attempt_at, _DELIVERIES.c.id))
+# Attempts in flight anywhere: a live lease (a deliverer that died leaves one that runs out).
+_IN_FLIGHT = (sa.select(_DELIVERIES.c.channel_id, _CHANNELS.c.user_id)
+              .join(_CHANNELS, _CHANNELS.c.id == _DELIVERIES.c.channel_id)
+              .where(_PENDING, _DELIVERIES.c.lease_until >= sa.bindparam("now")))
+_RANKED = sa.select(_DELIVERIES.c.id, _DELIVERIES.c.channel_id, _DELIVERIES.c.next_attempt_at,
+                    sa.func.row_number().over(partition_by=_DELIVERIES.c.channel_id,
+                                              order_by=(_DELIVERIES.c.next_attempt_at, _DELIVERIES.c.id))
+                    .label("place")).where(_PENDING, _DELIVERIES.c.next_attempt_at <= sa.bindparam("now"),
+                                           _FREE).subquery()
+# Each channel's oldest due delivery, oldest first: a channel with a thousand queued is one row here.
+_HEADS = (sa.select(_RANKED.c.id, _RANKED.c.channel_id, _CHANNELS.c.user_id)
+          .join(_CHANNELS, _CHANNELS.c.id == _RANKED.c.channel_id)
+          .where(_RANKED.c.place == 1).order_by(_RANKED.c.next_attempt_at, _RANKED.c.id))
+_OTHER = _DELIVERIES.alias("other")
+_CHANNEL_BUSY = sa.exists().where(_OTHER.c.channel_id == _DELIVERIES.c.channel_id, _OTHER.c.id != _DELIVERIES.c.id,
+                                  _OTHER.c.state == DeliveryState.PENDING.value,
+                                  _OTHER.c.lease_until >= sa.bindparam("now"))
+PER_USER = 2  # attempts in flight at once for one user's channels (one per channel), across every deliverer
+
+
+def _fair_share(conn: sa.Connection, now: dt.datetime, limit: int) -> list[int]:
+    """Up to ``limit`` due deliveries to lease, oldest first, skipping a channel with an attempt in
+    flight and a user with ``PER_USER`` of them: a hung receiver holds one deliverer, not all."""
+    busy_channels: set[int] = set()
+    per_user: Counter[int] = Counter()
+    for channel_id, user_id in conn.execute(_IN_FLIGHT, {"now": now}):
+        busy_channels.add(channel_id)
+        per_user[user_id] += 1
+    picked: list[int] = []
+    for row in conn.execute(_HEADS, {"now": now}):
+        if row.channel_id in busy_channels or per_user[row.user_id] >= PER_USER:
+            continue
+        picked.append(row.id)
+        busy_channels.add(row.channel_id)
+        per_user[row.user_id] += 1
+        if len(picked) == limit:
+            break
+    return picked
+
+
+def _lock_channels(conn: sa.Connection, ids: list[int]) -> list[int]:
+    """PostgreSQL: keep the deliveries whose channel this transaction could lock at once; a racing
+    deliverer that holds one is leasing for it (SQLite's single writer already excludes that)."""
+    channel_of = dict(conn.execute(sa.select(_DELIVERIES.c.id, _DELIVERIES.c.channel_id)
+                                   .where(_DELIVERIES.c.id.in_(ids))).all())
+    locked = set(conn.execute(sa.select(_CHANNELS.c.id).where(_CHANNELS.c.id.in_(set(channel_of.values())))
+                              .with_for_update(skip_locked=True, key_share=True)).scalars())
+    return [i for i in ids if channel_of.get(i) in locked]
 
 
 def claim_due(db: Database, now: dt.datetime, owner: str, lease_seconds: float, limit: int) -> list[Job]:
-    """Lease up to ``limit`` due deliveries to ``owner`` until ``now + lease_seconds``; returns them."""
+    """Lease up to ``limit`` due deliveries to ``owner`` until ``now + lease_seconds``; returns them.
+
+    Fair share: at most one attempt in flight per channel and ``PER_USER`` per user, counting every
+    deliverer's live leases (on PostgreSQL two deliverers leasing in the same instant may each give
+    one user one more; never one channel two)."""
     if limit <= 0:
         return []
     until = now + dt.timedelta(seconds=lease_seconds)
@@ -144,14 +213,12 @@ def claim_due(db: Database, now: dt.datetime, owner: str, lease_seconds: float, 
             return []
     with db.write() as s:
         conn = s.connection()
-        query = _DUE.limit(limit)
-        if not db.sqlite:
-            query = query.with_for_update(skip_locked=True)
-        ids = conn.execute(query, {"now": now}).scalars().all()
+        ids = _fair_share(conn, now, limit)
+        if ids and not db.sqlite:
+            ids = _lock_channels(conn, ids)
         taken = [i for i in ids if conn.execute(
-            sa.update(_DELIVERIES).where(_DELIVERIES.c.id == i, _DELIVERIES.c.state == DeliveryState.PENDING.value,
-                                         sa.or_(_DELIVERIES.c.lease_until.is_(None), _DELIVERIES.c.lease_until < now))
-            .values(lease_owner=owner, lease_until=until)).rowcount == 1]
+            sa.update(_DELIVERIES).where(_DELIVERIES.c.id == i, _PENDING, _FREE, ~_CHANNEL_BUSY)
+            .values(lease_owner=owner, lease_until=until), {"now": now}).rowcount == 1]
         if not taken:
             return []
         rows = conn.execute(

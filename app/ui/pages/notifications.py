@@ -9,6 +9,7 @@ import reflex as rx
 
 from app.ui.components.layout import frame
 from app.ui.components.transcript import moment
+from app.ui.state.attention import AttentionState
 from app.ui.state.nav import NavState
 from app.ui.state.notifications import PRESET_LABELS, ChannelRow, DeliveryRow, NotificationsState
 from app.ui.state.session import AuthState
@@ -140,4 +141,4 @@ def notifications_page() -> rx.Component:
     )
 
 
-ON_LOAD = [AuthState.require_login, NavState.load_nav, NotificationsState.load]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, NotificationsState.load, AttentionState.start]

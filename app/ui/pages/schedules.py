@@ -13,6 +13,7 @@ from app.ui.all_tasks import STATUSES, AllRow, ProjectOption
 from app.ui.components.layout import frame, sidebar_toggle
 from app.ui.components.schedules import empty_schedules
 from app.ui.state.all_schedules import AllSchedulesState
+from app.ui.state.attention import AttentionState
 from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState
 
@@ -165,4 +166,4 @@ def schedules_page() -> rx.Component:
     )
 
 
-ON_LOAD = [AuthState.require_login, NavState.load_nav, AllSchedulesState.enter]
+ON_LOAD = [AuthState.require_login, NavState.load_nav, AllSchedulesState.enter, AttentionState.start]

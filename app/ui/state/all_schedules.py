@@ -46,9 +46,9 @@ class AllSchedulesState(AuthState):
         return None if self.project_filter == all_tasks.ALL else int(self.project_filter)
 
     def _show(self, listing: all_tasks.Listing) -> None:
-        self.rows, self.projects, self.more, self.loaded = listing.rows, listing.projects, listing.more, True
+        self._update(rows=listing.rows, projects=listing.projects, more=listing.more, loaded=True)
         shown = {row.id for row in self.rows}
-        self.selected = [i for i in self.selected if i in shown]
+        self._update(selected=[i for i in self.selected if i in shown])
 
     async def _reload(self) -> None:
         user = await self._user()

@@ -1,6 +1,11 @@
 """Unread counts in the sidebar (the inbox's and each chat's), kept live in every open page, and
 the browser notifications of new attention events (SPEC §13).
 
+The same watcher keeps the tab's access honest (SPEC §17): when the worker's access mark moved
+(app/core/access.py) it asks whether the session still holds — if not, the tab's data is cleared and
+it goes to the login page, whatever page it shows — and redraws the sidebar when the user's
+projects changed (access revoked, a project gone).
+
 One watcher per tab polls :func:`app.attention.reads.change_mark` every ``POLL_SECONDS``:
 three index-only reads, the same for every user, shared by the worker's tabs. Only when the mark
 moved (a turn started or finished, a draft or an approval appeared somewhere) does it count this
@@ -17,12 +22,13 @@ import logging
 import reflex as rx
 
 from app.ui import inbox
-from app.ui.state.nav import NavState
-from app.ui.state.session import AuthState, connected, session_user
+from app.ui.marks import MOVED
+from app.ui.state.nav import NavState, load_tree
+from app.ui.state.session import AuthState, access_check, connected, session_user
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
-RECOUNT_EVERY = 15
+RECOUNT_EVERY = 60  # rounds (seconds): an idle tab recounts this rarely; a moved mark recounts at once
 _FOLLOWERS: dict[str, type] = {}  # route → the state of a page showing attention events (see follow)
 
 
@@ -71,12 +77,19 @@ class AttentionState(AuthState):
             self._watch += 1  # at most one watcher per tab
             generation = self._watch
             token, client = self._session_token(), self.router.session.client_token
-        rounds, mark = 0, None
+        rounds, mark, access = 0, None, access_check()
         while await connected(client):
             await asyncio.sleep(POLL_SECONDS)
             rounds += 1
+            if due := await access.due():
+                held = await self._access_held(generation, token, due == MOVED)
+                if held is None:
+                    return
+                if not held:
+                    yield rx.redirect("/login")
+                    return
             try:
-                now = await asyncio.to_thread(inbox.change_mark)
+                now = await inbox.CHANGES.get()  # (a fresh mark without a thread hop)
             except Exception:  # the store may be briefly away: the next round retries
                 continue
             if now == mark and rounds % RECOUNT_EVERY:
@@ -87,6 +100,26 @@ class AttentionState(AuthState):
                 return
             if verdict:
                 yield verdict
+
+    async def _access_held(self, generation: int, token: str, moved: bool) -> bool | None:
+        """False when the session ended (the tab's data is cleared), True when it holds (after the access
+        mark ``moved``, the sidebar drops a project the user lost), None when a newer watcher runs."""
+        try:
+            user = await asyncio.to_thread(session_user, token)
+            tree = await asyncio.to_thread(load_tree, user) if user is not None and moved else None
+        except Exception:  # the store may be briefly away: the next mark or recheck asks again
+            log.exception("action=attention_access_check_failed")
+            return True
+        async with self:
+            if self._watch != generation:
+                return None
+            if user is None:
+                await self._forget_tab()
+                return False
+            nav = await self.get_state(NavState)
+            if tree is not None and nav.tree != tree:
+                nav.tree = tree
+        return True
 
     async def _round(self, generation: int, token: str, moved: bool):
         """One counting round: None to stop, a list of events for the page (maybe empty) otherwise."""

@@ -16,14 +16,15 @@ from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.core.models import Event, EventType, User
 from app.core.text import clean_prompt
 from app.ui import checks, inbox
-from app.ui.feed import ChatFeed, feed_for
+from app.ui.feed import RESCAN_SECONDS, ChatFeed, feed_for
 from app.ui.state.nav import NavState
-from app.ui.state.session import AuthState, connected, may_read, session_user
+from app.ui.state.session import AuthState, access_check, connected, may_read, session_user
 from app.ui.times import for_events as fire_starts
 from app.ui.transcript import merge_events, open_runs
 from app.ui.usage import for_events as run_usage
 
-POLL_SECONDS = 0.25
+POLL_SECONDS = 0.25  # an open tab's wait for new events on its chat's feed, and its poll before that
+IDLE_WAIT_SECONDS = 0.5  # a caught-up tab's wait on the feed: then it checks its socket and the access mark
 MARK_SEEN_SECONDS = 3.0  # while a chat is open, what it shows is recorded as seen at most this often
 CONFIRM_EVERY = 20  # quiet polls between checks that a "working" run is still alive (heartbeat)
 
@@ -37,13 +38,18 @@ async def _fetch(chat_id: int, after: int) -> list[Event]:
     return await asyncio.to_thread(_events, chat_id, after)
 
 
+async def _newest() -> int:
+    return await asyncio.to_thread(runs.newest_event_id, get_core().db)
+
+
 async def _read(chat_id: int, cursor: int, feed: ChatFeed | None) -> tuple[list[Event], ChatFeed | None]:
     """Events after ``cursor``: from the chat's shared feed once caught up, else from the log."""
-    events = await feed.after(cursor, POLL_SECONDS) if feed is not None else None
+    events = await feed.after(cursor, IDLE_WAIT_SECONDS) if feed is not None else None
     if events is None:
         events = await asyncio.to_thread(_events, chat_id, cursor)
         if not events:
-            feed = feed_for(chat_id, cursor, _fetch)
+            # SQLite commits in id order: no event can appear below the newest id, no rescans needed
+            feed = feed_for(chat_id, cursor, _fetch, _newest, None if get_core().db.sqlite else RESCAN_SECONDS)
     return events, feed
 
 
@@ -127,35 +133,37 @@ class ChatState(AuthState):
 
         The tab reads the log itself until it has caught up, then waits on the chat's shared feed
         (one poller per chat per worker, see app/ui/feed.py). Before anything read reaches the
-        page, the session and the chat's access are checked again, and the loop stops once the
-        tab's socket is gone (a tail started by a crafted event is not cancelled by Reflex).
-        "Working" comes from the run_started / run_finished events already read; only now and
-        then (while working and quiet) is the run's heartbeat checked, for a process that died.
+        page, the session and the chat's access are checked again; while nothing arrives, they are
+        checked when the worker's access mark moved (app/core/access.py) and every 60 s. The loop
+        stops once the tab's socket is gone (a tail started by a crafted event is not cancelled by
+        Reflex). "Working" comes from the run_started / run_finished events already read; only now
+        and then (while working and quiet) is the run's heartbeat checked, for a process that died.
+        An idle round changes nothing in the state, so it sends the page nothing.
         """
         async with self:
             self._generation += 1  # at most one loop per tab: a newer tail ends the older one
             generation, chat_id = self._generation, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
-        quiet, feed, marked = 0, None, 0.0
+            cursor, busy = self._cursor, self.busy
+        quiet, feed, marked, access = 0, None, 0.0, access_check()
         user = await asyncio.to_thread(session_user, token) if chat_id else None  # whose visit it records
         while chat_id:
-            async with self:
-                if self._generation != generation:
-                    return None
-                cursor = self._cursor
             events, feed = await _read(chat_id, cursor, feed)
             if not await connected(client):
                 return None
-            if not await asyncio.to_thread(may_read, token, chat_id):
+            if (events or await access.due()) and not await asyncio.to_thread(may_read, token, chat_id):
                 return await self._signed_out(generation)
             quiet = 0 if events else quiet + 1
-            usage = await run_usage(get_core().db, events or ())
-            fires = await fire_starts(get_core().db, events or ())
-            stale = quiet % CONFIRM_EVERY == 0 and quiet and not await asyncio.to_thread(_alive, chat_id)
-            async with self:
-                if self._generation != generation:
-                    return None
-                self._show(events, stale, usage, fires)
+            confirm = quiet % CONFIRM_EVERY == 0 and quiet  # (a newer tail is noticed at least then)
+            stale = confirm and busy and not await asyncio.to_thread(_alive, chat_id)
+            if events or confirm:
+                usage = await run_usage(get_core().db, events) if events else {}
+                fires = await fire_starts(get_core().db, events) if events else {}
+                async with self:
+                    if self._generation != generation:
+                        return None
+                    self._show(events, stale, usage, fires)
+                    cursor, busy = self._cursor, self.busy
             marked = await _mark_seen(user, chat_id, events, marked)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
@@ -180,7 +188,7 @@ class ChatState(AuthState):
             self.busy = bool(self._open_runs)
         elif stale and self.busy:
             self._open_runs, self.busy = [], False
-        if not self.busy:
+        if not self.busy and self.stopping:  # (an assignment is sent to the page even when equal)
             self.stopping = False
 
     def _place_divider(self, caught_up: bool) -> None:

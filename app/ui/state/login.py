@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import reflex as rx
+from reflex.istate.data import RouterData
 
-from app.core import auth
-from app.core.context import get_core
+from app.core import auth, devices
+from app.core.context import Core, get_core
 from app.core.errors import InvalidCredentials
 from app.ui import checks
 from app.ui.state.session import AuthState, public
@@ -25,6 +26,27 @@ def missing_fields(email: str, password: str) -> str:
     """What an incomplete form lacks ("Enter your email and password."), or "" when both are there."""
     missing = [name for name, value in (("email", email.strip()), ("password", password)) if not value]
     return f"Enter your {' and '.join(missing)}." if missing else ""
+
+
+def client_address(router: RouterData) -> str:
+    """The address the login limits count for this socket: its peer as the ASGI scope names it
+    after ``app/api/proxies.py`` — the forwarded client when the peer is one of
+    CHATCRON_TRUSTED_PROXIES, else the peer itself. (Reflex's own ``client_ip`` would believe
+    X-Forwarded-For from anyone when REFLEX_TRUSTED_PROXY_HOPS is set.)"""
+    return router.headers.raw_headers.get("asgi-scope-client", "") or router.session.client_ip
+
+
+def attempt(core: Core, router: RouterData, email: str, password: str) -> str:
+    """Check a login sent over this socket (blocking) and return a ticket bound to its browser.
+
+    Counted per account, and per client address or — when the socket's handshake carried a device
+    cookie of this account (app/core/devices.py) — per device; raises TooManyAttempts,
+    InvalidCredentials, or InvalidInput naming ``browser`` when the pre-login cookie is missing."""
+    cookies = router.headers.cookie
+    user = auth.authenticate(core.db, email, password, address=client_address(router),
+                             device=auth.cookie_value(cookies, devices.DEVICE_COOKIE), clock=core.clock,
+                             limits=auth.LoginLimits.of(core.settings))
+    return auth.create_login_ticket(core.db, core.clock, user.id, auth.cookie_value(cookies, auth.LOGIN_COOKIE))
 
 
 class LoginState(AuthState):
@@ -51,16 +73,13 @@ class LoginState(AuthState):
             self.error = NO_NONCE
             return None
         try:
-            user = await asyncio.to_thread(
-                auth.authenticate, core.db, email, password,
-                address=self.router.session.client_ip, clock=core.clock, limits=auth.LoginLimits.of(core.settings))
+            ticket = await asyncio.to_thread(attempt, core, self.router, email, password)
         except auth.TooManyAttempts as exc:
             self.error = exc.message
             return None
         except InvalidCredentials:
             self.error = WRONG
             return None
-        ticket = await asyncio.to_thread(auth.create_login_ticket, core.db, core.clock, user.id, nonce)
         self.error = ""
         # A full page load (not client routing), so the HTTP answer can set the HttpOnly cookie.
         return rx.call_script(f"window.location.assign('/auth/claim?ticket={ticket}')")

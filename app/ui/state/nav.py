@@ -91,7 +91,7 @@ class NavState(AuthState):
         user = await self._user()
         try:
             await asyncio.to_thread(projects.create_project, core.db, core.clock, core.settings.workspaces_dir,
-                                    form.get("name", ""), user)
+                                    form.get("name", ""), user, max_projects=core.settings.max_projects_per_user)
         except ChatcronError as exc:
             self.project_error = _project_message(exc)
             return

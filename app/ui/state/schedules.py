@@ -11,6 +11,7 @@ import reflex as rx
 from app.core.errors import ChatcronError, NotFound
 from app.core.text import MAX_NAME
 from app.ui import checks, tasks
+from app.ui.marks import MarkWatch
 from app.ui.schedule_views import TaskRow
 from app.ui.state.chat import ChatState
 from app.ui.state.session import AuthState, connected, session_user
@@ -18,8 +19,9 @@ from app.ui.timeline import Marker, Tick
 
 log = logging.getLogger("chatcron.ui")
 POLL_SECONDS = 1.0
-COUNT_EVERY = 5  # rounds of the watcher between counts while the drawer is closed (an agent's draft shows up)
+RECOUNT_SECONDS = 60.0  # with the drawer closed, the counts are read when any task changed, and this often
 GO, STOP, SIGNED_OUT = "go", "stop", "signed out"  # what one round of the watcher decided
+CLOSED = "closed"  # go on; the drawer is closed, so rounds without a task change need not look at the state
 BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 
 
@@ -82,20 +84,28 @@ class ScheduleState(AuthState):
         if is_open:
             self.notice = ""
             await self.refresh_quietly()
+            return ScheduleState.watch  # a closed drawer's watcher sleeps: a new one keeps the rows live
+        return None
 
     @rx.event(background=True)
     async def watch(self):
         """Poll the chat's tasks every second while the drawer is open, until another chat opens,
-        a newer watcher starts, the socket goes away or the session or the chat's access ends."""
+        a newer watcher starts, the socket goes away or the session or the chat's access ends. With
+        the drawer closed it reads the Schedules button's counts when some task changed (the tasks
+        mark moved) and otherwise only sleeps; opening the drawer starts a newer watcher."""
         async with self:
             self._watch += 1  # at most one watcher per tab
             generation, chat_id = self._watch, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
-        rounds = 0
+        changed = MarkWatch(tasks.TASKS, RECOUNT_SECONDS)  # the closed drawer's counts: on a change only
+        verdict = GO
         try:
             while chat_id and await connected(client):
-                rounds += 1
-                verdict = await self._poll_once(generation, chat_id, token, rounds % COUNT_EVERY == 0)
+                count = await changed.due()
+                if verdict == CLOSED and not count:  # (opening the drawer starts a newer watcher)
+                    await asyncio.sleep(POLL_SECONDS)
+                    continue
+                verdict = await self._poll_once(generation, chat_id, token, bool(count))
                 if verdict == SIGNED_OUT:
                     return rx.redirect("/login")
                 if verdict == STOP:
@@ -107,7 +117,7 @@ class ScheduleState(AuthState):
 
     async def _poll_once(self, generation: int, chat_id: int, token: str, count: bool = False) -> str:
         """One round of the watcher: GO on, STOP, or SIGNED_OUT (the tab's data is cleared).
-        With the drawer closed, only every ``count``-flagged round reads the button's counts."""
+        With the drawer closed, only a ``count``-flagged round (some task changed) reads the button's counts."""
         async with self:
             if self._watch != generation:
                 return STOP
@@ -116,7 +126,7 @@ class ScheduleState(AuthState):
         if not drawer_open:
             if count:
                 await self._count_quietly(generation, chat_id, token)
-            return GO
+            return CLOSED
         try:
             user = await asyncio.to_thread(session_user, token)
             snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded) if user else None
@@ -149,14 +159,14 @@ class ScheduleState(AuthState):
         except Exception:  # a count is only a hint; the open drawer's rounds report errors
             return
         async with self:
-            if counts is not None and self._watch == generation:
-                self.task_count, self.draft_count = counts
+            if counts is not None and self._watch == generation and counts != (self.task_count, self.draft_count):
+                self.task_count, self.draft_count = counts  # (only a change: an assignment is sent to the page)
 
     def _show(self, snap: tasks.Snapshot) -> None:
         line = snap.timeline
-        self.rows, self.markers, self.ticks = snap.rows, line.markers, line.ticks
-        self.fire_total, self.lanes_height, self.dense = line.label, line.height, line.dense
-        self.task_count, self.draft_count, self.loaded = snap.live, snap.drafts, True
+        self._update(rows=snap.rows, markers=line.markers, ticks=line.ticks, fire_total=line.label,
+                     lanes_height=line.height, dense=line.dense, task_count=snap.live, draft_count=snap.drafts,
+                     loaded=True)
 
     async def _reload(self) -> None:
         user = await self._user()

@@ -20,14 +20,27 @@ from typing import TypeVar
 import reflex as rx
 from reflex_base.registry import RegistrationContext
 
-from app.core import auth, chats
+from app.core import access, auth, chats
 from app.core.context import get_core
 from app.core.errors import NotFound, Unauthorized
 from app.core.models import User
+from app.ui.marks import MarkWatch, SharedMark
 
 CURRENT_USER: ContextVar[User | None] = ContextVar("chatcron_ui_user", default=None)
 F = TypeVar("F", bound=Callable)
 PUBLIC_MARK = "_chatcron_public"
+# Logout is a POST from the page (its Origin header is checked); the answer sends the browser to /login.
+LOGOUT_JS = ("const f = document.createElement('form'); f.method = 'post'; f.action = '/auth/logout'; "
+             "document.body.appendChild(f); f.submit();")
+ACCESS_MARK_MAX_AGE = 0.25  # s: a worker reads the access mark at most this often, however many tabs ask
+RECHECK_SECONDS = 60.0  # a tab's loop asks again anyway this often (a session that simply expired)
+ACCESS = SharedMark(lambda: access.access_mark(get_core().db), ACCESS_MARK_MAX_AGE)
+
+
+def access_check() -> MarkWatch:
+    """When a tab's loop must ask again whether its session (and access) still hold: when the worker's
+    access mark moved since it last asked (app/core/access.py), and every RECHECK_SECONDS anyway."""
+    return MarkWatch(ACCESS, RECHECK_SECONDS)
 
 
 def public(fn: F) -> F:
@@ -93,6 +106,13 @@ class AuthState(rx.State):
             raise Unauthorized("your session has ended; log in again")
         return user
 
+    def _update(self, **values: object) -> None:
+        """Set only the fields whose value changed: Reflex sends every assigned field to the page, equal
+        or not, and an idle page's poll should send nothing."""
+        for name, value in values.items():
+            if getattr(self, name) != value:
+                setattr(self, name, value)
+
     def _forget(self) -> None:
         """Drop what this page state holds of its user (overridden by states with loop counters)."""
         self.reset()
@@ -126,4 +146,4 @@ class AuthState(rx.State):
         """End the session row now; the HTTP round trip then clears the HttpOnly cookie."""
         await asyncio.to_thread(auth.end_session, get_core().db, self._session_token())
         await self._forget_tab()
-        return rx.call_script("window.location.assign('/auth/logout')")
+        return rx.call_script(LOGOUT_JS)
