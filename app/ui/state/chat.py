@@ -145,7 +145,7 @@ class ChatState(AuthState):
             generation, chat_id = self._generation, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
             cursor, busy = self._cursor, self.busy
-        quiet, feed, marked, access = 0, None, 0.0, access_check()
+        quiet, feed, marked, access, shown = 0, None, 0.0, access_check(), False
         user = await asyncio.to_thread(session_user, token) if chat_id else None  # whose visit it records
         while chat_id:
             events, feed = await _read(chat_id, cursor, feed)
@@ -155,15 +155,18 @@ class ChatState(AuthState):
                 return await self._signed_out(generation)
             quiet = 0 if events else quiet + 1
             confirm = quiet % CONFIRM_EVERY == 0 and quiet  # (a newer tail is noticed at least then)
+            if confirm:  # (a send in this tab may have set busy since the loop last looked)
+                async with self:
+                    busy = self.busy
             stale = confirm and busy and not await asyncio.to_thread(_alive, chat_id)
-            if events or confirm:
+            if events or confirm or not shown:  # (the first read shows the page, even an empty chat)
                 usage = await run_usage(get_core().db, events) if events else {}
                 fires = await fire_starts(get_core().db, events) if events else {}
                 async with self:
                     if self._generation != generation:
                         return None
                     self._show(events, stale, usage, fires)
-                    cursor, busy = self._cursor, self.busy
+                    cursor, busy, shown = self._cursor, self.busy, True
             marked = await _mark_seen(user, chat_id, events, marked)
             if not events and feed is None:
                 await asyncio.sleep(POLL_SECONDS)
