@@ -114,6 +114,8 @@ def test_the_page_lists_filters_and_pauses_in_bulk(sized: tuple[str, Page], serv
 
     expect(page.get_by_test_id("all-schedules-pause")).to_be_disabled()
     nightly.get_by_test_id("all-schedules-select").click()
+    # as a user clicks the next box once the first one shows ticked (its answer re-renders the rows)
+    expect(page.get_by_test_id("all-schedules-selected")).to_have_text("1 selected")
     canary.get_by_test_id("all-schedules-select").click()
     expect(page.get_by_test_id("all-schedules-selected")).to_have_text("2 selected")
     page.get_by_test_id("all-schedules-pause").click()
