@@ -68,7 +68,7 @@ def item_view(row: sa.Row, mark: int) -> dict[str, Any]:
     run = payload.get("run") if isinstance(payload.get("run"), dict) else {}
     approval = payload.get("approval") if isinstance(payload.get("approval"), dict) else {}
     return {"id": row.id, "kind": row.kind, "created_at": rfc3339(row.created_at), "unread": row.id > mark,
-            "user_email": row.user_email, "chat_id": row.chat_id, "chat_title": row.chat_title,
+            "user_email": row.user_email, "user_id": row.user_id, "chat_id": row.chat_id, "chat_title": row.chat_title,
             "project_id": row.project_id,
             "task_id": row.task_id, "task_name": str(task.get("name") or ""), "run_id": row.run_id,
             "task_run_id": row.task_run_id, "approval_id": row.approval_id,

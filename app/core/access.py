@@ -18,7 +18,8 @@ from app.core.models import Chat, Membership, Project, User, WebSession
 _SESSIONS, _MEMBERS = WebSession.__table__, Membership.__table__
 _MARK = sa.select(
     sa.select(sa.func.count()).select_from(_SESSIONS).scalar_subquery(),
-    sa.select(sa.func.coalesce(sa.func.max(_SESSIONS.c.id), 0)).scalar_subquery(),
+    # (SQLite may hand a new session the id of the one just deleted: the sum moves anyway)
+    sa.select(sa.func.coalesce(sa.func.sum(_SESSIONS.c.id), 0)).scalar_subquery(),
     sa.select(sa.func.count()).select_from(_MEMBERS).scalar_subquery(),
     # a revoke and a grant in the same instant keep the count: the sum of the pairs moves anyway
     sa.select(sa.func.coalesce(sa.func.sum(sa.cast(_MEMBERS.c.user_id, sa.BigInteger) * 1_000_003

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 
 from app.core.models import User
@@ -23,6 +24,7 @@ from app.core.models import User
 DEVICE_COOKIE = "chatcron_device"
 DEVICE_MAX_AGE = 400 * 24 * 3600  # the longest browsers keep a cookie (s)
 DEVICE_MARK = "device:"  # LoginAttempt.address of a trusted attempt: "device:<digest of the nonce>"
+_HEX_MAC = re.compile(r"[0-9a-f]{64}")
 _NONCE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -34,11 +36,11 @@ def _mac(user: User, nonce: str) -> str:
 def _nonce_of(user: User, cookie: str) -> str:
     """The nonce of ``cookie`` when it is a genuine device cookie of ``user``; "" otherwise."""
     parts = (cookie or "").split(".")
-    if len(parts) != 3 or not parts[0].isdigit() or int(parts[0]) != user.id:
+    if len(parts) != 3 or not parts[0].isascii() or not parts[0].isdigit() or int(parts[0]) != user.id:
         return ""
     nonce, mac = parts[1], parts[2]
-    if not 16 <= len(nonce) <= 64 or not set(nonce) <= _NONCE_CHARS:
-        return ""
+    if not 16 <= len(nonce) <= 64 or not set(nonce) <= _NONCE_CHARS or not _HEX_MAC.fullmatch(mac):
+        return ""  # (compare_digest refuses non-ASCII text: a planted cookie must not break logins)
     return nonce if hmac.compare_digest(mac, _mac(user, nonce)) else ""
 
 

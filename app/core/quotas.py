@@ -27,7 +27,7 @@ def lock_owner(s: Session, db: Database, user_id: int) -> None:
     """Hold the user row until the transaction ends (PostgreSQL), so counts against it stay true
     until the insert commits; raises NotFound when the user is gone."""
     query = select(User.id).where(User.id == user_id)
-    if s.exec(query if db.sqlite else query.with_for_update()).first() is None:
+    if s.exec(query if db.sqlite else query.with_for_update(key_share=True)).first() is None:
         raise NotFound(f"no user with id {user_id}")
 
 

@@ -18,11 +18,11 @@ MAX_TRACEBACK_CHARS = 8000  # a traceback keeps its start and its end (where the
 MARK = "[redacted]"
 _SECRETS = re.compile(
     r"""(?ix)
-    (chatcron_(?:session|device)\s*=\s*)[^;,\s'"&]+             # our cookies, in any header or dict
+    (chatcron_\w+['"]?\s*[=:]\s*['"]?)[^;,\s'"&]+                # our cookies, in a header or a dict
     | (\b(?:authorization|x-chatcron-signature|cookie|set-cookie)['"]?\s*[:=,]\s*['"]?)[^'"\n]{4,}
     | (\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}                      # a bearer token anywhere
     | ([?&](?:token|ticket|secret|password)=)[^&\s'"]+         # query strings
-    | (['"](?:password|secret|token|ticket)['"]\s*:\s*['"])[^'"]*  # JSON/dict values
+    | (['"][\w-]*(?:password|secret|token|ticket)['"]\s*:\s*['"])[^'"]*  # JSON/dict values (api_token…)
     """)
 
 

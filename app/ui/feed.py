@@ -51,7 +51,7 @@ class Pulse:
         """The newest id once it is past ``seen``, or after ``timeout`` s, whichever comes first."""
         self._wanted = time.monotonic()
         moved = self._start(read)
-        if self.value <= seen and timeout > 0:
+        if self.value == seen and timeout > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(moved.wait(), timeout)
         return self.value
@@ -122,7 +122,8 @@ class ChatFeed:
         rescan = self._rescan if self._rescan is not None else float("inf")
         wait = min(rescan - (time.monotonic() - read_at), IDLE_SECONDS / 2)  # (and look at the clock now and then)
         newest = await _pulse.wait_past(seen, wait, self._newest)
-        return newest > seen or time.monotonic() - read_at >= rescan, newest
+        # (!=, not >: ids deleted at the top, as delete-user may, are handed out again on SQLite)
+        return newest != seen or time.monotonic() - read_at >= rescan, newest
 
     async def run(self) -> None:
         seen, read_at, found = -1, float("-inf"), False  # the store's newest id at the last read, when, and
@@ -131,8 +132,9 @@ class ChatFeed:
                 due, newest = (True, seen) if found else await self._worth_reading(seen, read_at)
                 events = await self._fetch(self.chat_id, self.cursor) if due else []
                 if due:
-                    seen, read_at = max(seen, newest), time.monotonic()
+                    seen, read_at = newest, time.monotonic()
             except Exception:  # the store may be briefly unavailable: the next poll retries
+                await asyncio.sleep(POLL_SECONDS)
                 events = []
             found = bool(events)
             if events:

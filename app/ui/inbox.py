@@ -136,7 +136,7 @@ def to_notify(user: User, after: int) -> tuple[list[dict[str, str | int]], int]:
     found = inbox.since(get_core().db, user, after)
     out: list[dict[str, str | int]] = []
     for item in found:
-        if not item["notify"] or item["user_email"] != user.email:
+        if not item["notify"] or item["user_id"] != user.id:  # by id: a later account with the email is not them
             continue
         view = feed_item(item)
         title = f"{view.label}: {view.task_name or view.chat_title}"
