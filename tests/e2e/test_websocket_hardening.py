@@ -13,6 +13,7 @@ web log holds.
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -32,6 +33,7 @@ class Person:
     """A user of their own (so ending their sessions touches no other test), their token and project."""
 
     def __init__(self, server, name: str) -> None:
+        name = f"{name}-{uuid.uuid4().hex[:6]}"  # (unique on a server shared by the worker's tests)
         self.email, self.password = f"{name}@example.com", f"{name}-password"
         server.manage("create-user", "--email", self.email, "--password", self.password)
         self.project_name = f"Project of {name}"

@@ -10,6 +10,7 @@ is checked for tracebacks and Reflex's "An error occurred").
 from __future__ import annotations
 
 import time
+import uuid
 from urllib.parse import urlparse
 
 import pytest
@@ -56,10 +57,12 @@ def _chat(server, token: str, project: int, title: str) -> int:
 
 @pytest.fixture(scope="module")
 def strangers_chat(server) -> int:
-    """A chat of another user, in a project the demo user is not a member of."""
-    server.manage("create-user", "--email", "stranger@example.com", "--password", "stranger-password")
-    pid = int(server.manage("create-project", "--name", "Stranger's", "--owner", "stranger@example.com"))
-    token = server.manage("create-token", "--email", "stranger@example.com")
+    """A chat of another user, in a project the demo user is not a member of. (A worker that steals
+    some of this module's tests after others may set this up again on the same server: a new user.)"""
+    email = f"stranger-{uuid.uuid4().hex[:8]}@example.com"
+    server.manage("create-user", "--email", email, "--password", "stranger-password")
+    pid = int(server.manage("create-project", "--name", "Stranger's", "--owner", email))
+    token = server.manage("create-token", "--email", email)
     chat = _chat(server, token, pid, "Stranger's plans")
     _turn(server, token, chat, "stranger-secret")
     return chat
