@@ -61,9 +61,7 @@ def _log_text(server, since: int) -> str:
 
 def test_frames_naming_no_event_never_reach_the_log_or_reflex(browser: Browser, server) -> None:
     person = Person(server, "flooder")
-    tab = person.tab(browser, server)
-    anon = Tab(browser, server, logged_in=False)
-    try:
+    with person.tab(browser, server) as tab, Tab(browser, server, logged_in=False) as anon:
         anon.page.goto("/login")
         anon.page.get_by_test_id("login-email").wait_for()
         cookie, start = _cookie(tab), sockets.log_size(server.log)
@@ -88,15 +86,11 @@ def test_frames_naming_no_event_never_reach_the_log_or_reflex(browser: Browser, 
         assert sockets.log_problems(server.log, start) == []
         whole = server.log.read_text(errors="replace")
         assert cookie not in whole, "the session cookie is in the web log"
-    finally:
-        tab.close()
-        anon.close()
 
 
 def test_no_session_cookie_or_token_anywhere_in_the_log_of_a_session(browser: Browser, server) -> None:
     person = Person(server, "logged")
-    tab = person.tab(browser, server)
-    try:
+    with person.tab(browser, server) as tab:
         chat = _chat(server, person.token, person.project, "Logged session")
         tab.open(chat)
         tab.page.get_by_test_id("composer-input").fill("a normal turn")
@@ -111,8 +105,6 @@ def test_no_session_cookie_or_token_anywhere_in_the_log_of_a_session(browser: Br
         assert cookie not in whole, "the session cookie is in the web log"
         assert person.token not in whole, "the API token is in the web log"
         assert person.password not in whole
-    finally:
-        tab.close()
 
 
 @pytest.mark.parametrize("page_path", ["/inbox", "/settings/notifications", "/schedules"])
@@ -123,8 +115,7 @@ def test_a_tab_on_any_page_keeps_nothing_once_the_session_ends(browser: Browser,
     task = _api(server, person.token, "POST", f"/api/chats/{chat}/schedules",
                 {"name": "Secret fire", "prompt": "go", "schedule": {"kind": "interval", "every_seconds": 3600}})
     _api(server, person.token, "POST", f"/api/schedules/{task['id']}/run-now")
-    tab = person.tab(browser, server)
-    try:
+    with person.tab(browser, server) as tab:
         tab.page.goto(page_path)
         expect(tab.page.get_by_text(person.project_name).first).to_be_visible()
         server.manage("end-sessions", "--email", person.email)
@@ -137,16 +128,13 @@ def test_a_tab_on_any_page_keeps_nothing_once_the_session_ends(browser: Browser,
         hydrate = tab.frames.hydrate(tab.page, mark)
         for secret in (person.email, person.project_name, "Secret chat title", "Secret fire", "secret inbox words"):
             assert secret not in hydrate, f"{secret!r} still in the tab's state after the session ended"
-    finally:
-        tab.close()
 
 
 def test_a_reload_after_the_session_ended_elsewhere_hydrates_nothing_of_the_user(browser: Browser, server) -> None:
     person = Person(server, "reloader")
     chat = _chat(server, person.token, person.project, "Reloaded secret")
     _turn(server, person.token, chat, "reloaded words")
-    tab = person.tab(browser, server)
-    try:
+    with person.tab(browser, server) as tab:
         tab.page.goto("/inbox")
         expect(tab.page.get_by_text(person.project_name).first).to_be_visible()
         # The tab's socket closes first (another page), so no watcher of it can clear the state:
@@ -158,31 +146,25 @@ def test_a_reload_after_the_session_ended_elsewhere_hydrates_nothing_of_the_user
         hydrate = tab.frames.hydrate(tab.page, mark)
         for secret in (person.email, person.project_name, "Reloaded secret", "reloaded words"):
             assert secret not in hydrate, f"{secret!r} in the first frame of /login after the session ended"
-    finally:
-        tab.close()
 
 
 def test_a_revoked_project_leaves_the_open_sidebar(browser: Browser, server) -> None:
     owner, member = Person(server, "owner-r"), Person(server, "member-r")
     server.manage("grant-access", "--email", member.email, "--project", str(owner.project))
-    tab = member.tab(browser, server)
-    try:
+    with member.tab(browser, server) as tab:
         tab.page.goto("/inbox")
         shared = tab.page.locator('[data-testid="project-item"]', has_text=owner.project_name)
         expect(shared).to_have_count(1)
         server.manage("revoke-access", "--email", member.email, "--project", str(owner.project))
         expect(shared).to_have_count(0, timeout=NOTICED_S * 1000 + 2000)
         expect(tab.page.locator('[data-testid="project-item"]', has_text=member.project_name)).to_have_count(1)
-    finally:
-        tab.close()
 
 
 def test_an_idle_chat_tab_receives_no_state_frames(browser: Browser, server) -> None:
     person = Person(server, "idler")
     chat = _chat(server, person.token, person.project, "Idle chat")
     _turn(server, person.token, chat, "said once")
-    tab = person.tab(browser, server)
-    try:
+    with person.tab(browser, server) as tab:
         tab.open(chat)
         expect(tab.page.locator("[data-testid=event][data-type=assistant_text]")).to_contain_text("said once")
         tab.page.wait_for_timeout(2000)  # the page's load events and first rounds are answered
@@ -190,5 +172,3 @@ def test_an_idle_chat_tab_receives_no_state_frames(browser: Browser, server) -> 
         tab.page.wait_for_timeout(6000)  # six rounds of every watcher, twelve of the chat's tail
         deltas = [text[:120] for text in tab.frames.since(mark) if '"delta"' in text]
         assert deltas == [], f"an idle tab was sent {len(deltas)} state frames: {deltas[:3]}"
-    finally:
-        tab.close()

@@ -94,6 +94,12 @@ class Tab:
     def close(self) -> None:
         self.context.close()
 
+    def __enter__(self) -> Tab:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
 
 @pytest.fixture
 def tab(browser: Browser, server) -> Tab:

@@ -52,10 +52,7 @@ class AttentionState(AuthState):
     async def _show(self, counts: inbox.Counts) -> None:
         open_chat = str((await self.get_state(NavState)).current_chat_id)
         chats = {cid: n for cid, n in counts.chats.items() if cid != open_chat}  # the open chat is being read
-        if chats != self.chat_unread:
-            self.chat_unread = chats
-        if counts.inbox != self.inbox_unread:
-            self.inbox_unread = counts.inbox
+        self._update(chat_unread=chats, inbox_unread=counts.inbox)
 
     @rx.event
     async def start(self):

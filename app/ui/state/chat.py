@@ -181,8 +181,7 @@ class ChatState(AuthState):
         return rx.redirect("/login")
 
     def _show(self, events: list[Event], stale: bool, usage: dict, fires: dict) -> None:
-        if not self.loaded:  # set once: an unchanged poll sends the page nothing
-            self.loaded = True
+        self._update(loaded=True)  # set once: an unchanged poll sends the page nothing
         if events:
             self.messages = merge_events(self.messages, events, usage, fires)
             self._place_divider(len(events) < runs.MAX_PAGE)
@@ -191,8 +190,8 @@ class ChatState(AuthState):
             self.busy = bool(self._open_runs)
         elif stale and self.busy:
             self._open_runs, self.busy = [], False
-        if not self.busy and self.stopping:  # (an assignment is sent to the page even when equal)
-            self.stopping = False
+        if not self.busy:
+            self._update(stopping=False)
 
     def _place_divider(self, caught_up: bool) -> None:
         """Above the first row newer than the last visit, decided while the log is first read (what

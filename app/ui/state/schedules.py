@@ -159,8 +159,8 @@ class ScheduleState(AuthState):
         except Exception:  # a count is only a hint; the open drawer's rounds report errors
             return
         async with self:
-            if counts is not None and self._watch == generation and counts != (self.task_count, self.draft_count):
-                self.task_count, self.draft_count = counts  # (only a change: an assignment is sent to the page)
+            if counts is not None and self._watch == generation:
+                self._update(task_count=counts[0], draft_count=counts[1])
 
     def _show(self, snap: tasks.Snapshot) -> None:
         line = snap.timeline
