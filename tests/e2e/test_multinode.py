@@ -73,7 +73,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     mn.flush_redis(redis_url)
     common = {"CHATCRON_DATABASE_URL": db_url, "CHATCRON_RUN_LEASE_SECONDS": str(LEASE), "PYTHONPATH": str(mn.ROOT)}
     web_env = {**mn.base_env(), **common, "CHATCRON_DATA_DIR": str(root / "web-host"),
-               "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06", "REFLEX_REDIS_URL": redis_url}
+               "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.15", "REFLEX_REDIS_URL": redis_url}
     mn.manage(web_env, "migrate")
     mn.manage(web_env, "seed-demo")
     web = mn.WebProcess(web_env, root / "web.log", WEB_WORKERS, web_dir("multinode"))
@@ -148,6 +148,8 @@ def _a_turn_streams_live_to_tabs_on_both_workers(c: Cluster, browser: Browser) -
                 break
         assert len(tabs) == WEB_WORKERS, f"{len(contexts)} tabs all landed on the same worker"
         sender, watcher = tabs.values()
+        # a word every 0.15 s (the web env): ~5 s of streaming, which each tab still sees in pieces while
+        # three other workers load the machine (at 0.06 s a tab once saw a single piece)
         words = " ".join(f"word{i}" for i in range(30))
         final = f"Demo agent here. You said: {words}"
         sender.get_by_test_id("composer-input").fill(words)
