@@ -5,10 +5,16 @@
 // scrolls up is left where they are and sees the jump-to-latest button (shown by the stylesheet
 // from the wrapper's data-pinned attribute; data-unread once something arrived meanwhile).
 // Opening another chat (a new path) pins again, so a chat always opens at its newest entry.
+// A scroll is the user's only when it follows their input (wheel, touch, a key, the scrollbar, or
+// the page's own "chatcron:scroll-intent" event before it scrolls for them):
+// the browser also scrolls when the layout changes (the Schedules drawer opening beside the
+// transcript narrows it and its rows grow taller), and such a scroll must not unpin.
 (() => {
   const SCROLLER = '[data-testid="transcript"]';
   const JUMP = '[data-testid="jump-to-latest"]';
   const SLACK_PX = 48; // this close to the bottom still counts as "at the newest entry"
+  const INPUT_MS = 1000; // a scroll this soon after the user's input is theirs
+  const SCROLL_KEYS = new Set(["ArrowUp", "ArrowDown", "PageUp", "PageDown", "Home", "End", " "]);
 
   let box = null; // the transcript element being followed
   let pinned = true;
@@ -16,6 +22,8 @@
   let ownTop = -1; // the scrollTop this script set last, so its own scroll event is not the user's
   let follow = null; // MutationObserver on the transcript's content
   let resize = null; // ResizeObserver on the transcript and its rows
+  let inputAt = -Infinity; // when the user last wheeled, touched, pressed a scroll key or the scrollbar
+  let holding = false; // a pointer is down on the transcript (dragging its scrollbar)
 
   const atBottom = (el) => el.scrollTop + el.clientHeight >= el.scrollHeight - SLACK_PX;
 
@@ -51,11 +59,24 @@
     show();
   };
 
+  const input = () => {
+    inputAt = performance.now();
+  };
+
   const onScroll = () => {
     if (Math.abs(box.scrollTop - ownTop) < 1) return; // the scroll this script just made
+    if (!holding && performance.now() - inputAt > INPUT_MS) {
+      if (pinned) toBottom(); // the layout moved it (a narrower column, taller rows): stay at the newest
+      return;
+    }
     ownTop = -1;
     pinned = atBottom(box);
     show();
+  };
+
+  const press = () => {
+    holding = true;
+    input();
   };
 
   const watchRows = () => {
@@ -67,6 +88,8 @@
   const attach = (el) => {
     if (box) {
       box.removeEventListener("scroll", onScroll);
+      for (const name of ["wheel", "touchstart", "touchmove"]) box.removeEventListener(name, input);
+      box.removeEventListener("pointerdown", press);
       follow.disconnect();
       resize.disconnect();
     }
@@ -74,6 +97,8 @@
     path = location.pathname;
     pinned = true;
     box.addEventListener("scroll", onScroll, { passive: true });
+    for (const name of ["wheel", "touchstart", "touchmove"]) box.addEventListener(name, input, { passive: true });
+    box.addEventListener("pointerdown", press);
     follow = new MutationObserver(() => {
       watchRows();
       changed();
@@ -94,6 +119,22 @@
     else if (el && location.pathname !== path) changed();
   };
   new MutationObserver(find).observe(document.documentElement, { childList: true, subtree: true });
+
+  document.addEventListener("pointerup", () => {
+    if (holding) input(); // the last scroll of a scrollbar drag lands just after the release
+    holding = false;
+  });
+  document.addEventListener("pointercancel", () => {
+    holding = false;
+  });
+  // the page scrolls the transcript for the user (a fire picked in a task's history): a smooth
+  // scroll that may last longer than a wheel's
+  document.addEventListener("chatcron:scroll-intent", () => {
+    inputAt = performance.now() + INPUT_MS;
+  });
+  document.addEventListener("keydown", (event) => {
+    if (SCROLL_KEYS.has(event.key)) input();
+  });
 
   document.addEventListener("click", (event) => {
     if (event.target instanceof Element && event.target.closest(JUMP)) pin();

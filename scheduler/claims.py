@@ -169,6 +169,7 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             row.status, row.attempts, row.error = RunOutcome.RUNNING.value, row.attempts + 1, None
             row.instance, row.claimed_at, row.finished_at = instance, now, None
             row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
+            row.requested_by = _requested_by(task, due)
             s.add(row)
             return row
         # this occurrence already fired: never twice; drop what pointed at it
@@ -190,7 +191,12 @@ def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.dat
                 error: str | None) -> TaskRun:
     return TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, trigger=due.trigger.value, status=status.value,
                    fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
-                   finished_at=None if status == RunOutcome.RUNNING else now)
+                   finished_at=None if status == RunOutcome.RUNNING else now, requested_by=_requested_by(task, due))
+
+
+def _requested_by(task: ScheduledTask, due: d.Due) -> str | None:
+    """The user whose run-now this fire is (the last one who asked), None for any other fire."""
+    return task.pending_forced_by if due.trigger == Trigger.RUN_NOW_USER else None
 
 
 def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:

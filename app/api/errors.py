@@ -22,10 +22,11 @@ STATUS = {
     core.Forbidden: 403,
     core.NotFound: 404,
     core.Conflict: 409,
+    core.AgentUnavailable: 503,
 }
 HTTP_CODES = {400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
               409: "conflict", 413: "too_large", 415: "unsupported_media_type",
-              429: "too_many_attempts"}
+              429: "too_many_attempts", 503: "unavailable"}
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

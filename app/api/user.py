@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from app.agents import sandbox
+from app.agents import doctor, sandbox
 from app.api.deps import MAX_ID, Digits, Id, core_of, current_user
 from app.api.metrics import scheduler_beat
 from app.api.serialize import chat_json, event_json, project_json, run_json
 from app.attention import reads
-from app.core import chats, projects, runs
+from app.core import auth, chats, projects, runs
 from app.core.clock import rfc3339
 from app.core.context import Core
 from app.core.errors import InvalidInput, NotFound
@@ -50,8 +50,18 @@ class StopIn(Strict):
     run_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = None  # default: the chat's running turn
 
 
+def _admin_asks(request: Request, core: Core) -> bool:
+    """Whether the caller sent an admin's personal token (health answers everyone; a bad token is
+    no error there, it only gets the public answer)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    user = auth.user_for_token(core.db, core.clock, token.strip()) if scheme.lower() == "bearer" else None
+    return user is not None and user.is_admin
+
+
 @router.get("/health")
-def health(core: CoreDep) -> dict[str, Any]:
+def health(request: Request, core: CoreDep) -> dict[str, Any]:
+    """The store, the scheduler and the agents (app/agents/doctor.py: a start problem's detail only
+    for an admin's token)."""
     try:
         with core.db.read() as s:
             s.exec(sa.text("SELECT 1"))
@@ -61,8 +71,10 @@ def health(core: CoreDep) -> dict[str, Any]:
     alive, last = False, None
     if db == "ok":
         alive, last = scheduler_beat(core)
+    admin = db == "ok" and _admin_asks(request, core)
     return {"status": "ok" if db == "ok" else "degraded", "db": db,
-            "scheduler": {"alive": alive, "last_beat": rfc3339(last)}, **sandbox.health(core.settings)}
+            "scheduler": {"alive": alive, "last_beat": rfc3339(last)}, **sandbox.health(core.settings),
+            **doctor.health(core.settings, core.db if db == "ok" else None, core.clock.now(), admin=admin)}
 
 
 @router.get("/projects")

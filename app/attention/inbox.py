@@ -2,8 +2,9 @@
 
 Four sections — pending approvals, agent drafts waiting to be armed, tasks in ``error``, and the
 feed of attention events (fires finished or failed, tasks that went wrong, drafts, approvals
-asked) — newest first, the feed paged by id (``before``) and each item flagged unread by the
-user's read mark (:mod:`app.attention.reads`). Blocking; the UI calls it off the event loop.
+asked; agents that could not start, shown to the project's owner and admins only) — newest
+first, the feed paged by id (``before``) and each item flagged unread by the user's read mark
+(:mod:`app.attention.reads`). Blocking; the UI calls it off the event loop.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.attention import approvals, reads
-from app.core.attention_tables import ApprovalState, AttentionEvent
+from app.core.attention_tables import Approval, ApprovalState, AttentionEvent
 from app.core.clock import rfc3339
 from app.core.db import Database
 from app.core.errors import InvalidInput
@@ -29,6 +30,8 @@ SECTION_LIMIT = 100  # approvals, drafts and errors shown at most (the oldest be
 MAX_ID = 2**63 - 1
 
 _ATT, _CHATS, _RUNS, _TASKS = AttentionEvent.__table__, Chat.__table__, Run.__table__, ScheduledTask.__table__
+_APPROVALS = Approval.__table__
+PROMPT_SHOWN = 500  # characters of a draft's prompt in its inbox card
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,14 +78,33 @@ def item_view(row: sa.Row, mark: int) -> dict[str, Any]:
             "outcome": str(run.get("outcome") or ""), "first_line": str(run.get("first_line") or ""),
             "error": str(run.get("error") or task.get("last_error") or ""),
             "title": str(approval.get("title") or ""), "notify": bool(row.notify),
-            "usage": _usage(row.usage)}
+            "usage": _usage(row.usage), "resolved": _resolved(row)}
+
+
+def _resolved(row: sa.Row) -> str:
+    """What became of what a draft or approval item asked for, now: "" while it still waits (and for
+    every other kind); "armed" or "deleted" (a draft), or the approval's final state."""
+    if row.kind == "draft.created":
+        if row.task_status is None:
+            return "deleted"
+        return "" if row.task_status == TaskStatus.DRAFT.value else "armed"
+    if row.kind == "approval.requested" and row.approval_state and row.approval_state != ApprovalState.PENDING.value:
+        return str(row.approval_state)
+    return ""
+
+
+def _items_query() -> sa.Select:
+    """Feed items with their chat's title, their run's usage, and what their task and approval are now."""
+    return (sa.select(_ATT, _CHATS.c.title.label("chat_title"), _RUNS.c.usage,
+                      _TASKS.c.status.label("task_status"), _APPROVALS.c.state.label("approval_state"))
+            .select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id)
+                         .outerjoin(_RUNS, _RUNS.c.id == _ATT.c.run_id)
+                         .outerjoin(_TASKS, _TASKS.c.id == _ATT.c.task_id)
+                         .outerjoin(_APPROVALS, _APPROVALS.c.id == _ATT.c.approval_id)))
 
 
 def _feed_query(user: User, page: Page) -> sa.Select:
-    query = (sa.select(_ATT, _CHATS.c.title.label("chat_title"), _RUNS.c.usage)
-             .select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id)
-                          .outerjoin(_RUNS, _RUNS.c.id == _ATT.c.run_id))
-             .where(reads.visible_chats(user)))
+    query = _items_query().where(reads.visible_events(user))
     if page.before is not None:
         query = query.where(_ATT.c.id < page.before)
     return query.order_by(_ATT.c.id.desc()).limit(page.limit + 1)
@@ -99,10 +121,7 @@ def feed(db: Database, user: User, page: Page, mark: int) -> tuple[list[dict[str
 
 def since(db: Database, user: User, after: int, limit: int = 20) -> list[dict[str, Any]]:
     """Feed items newer than ``after``, oldest first (what a live page notifies about)."""
-    query = (sa.select(_ATT, _CHATS.c.title.label("chat_title"), _RUNS.c.usage)
-             .select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id)
-                          .outerjoin(_RUNS, _RUNS.c.id == _ATT.c.run_id))
-             .where(reads.visible_chats(user), _ATT.c.id > after).order_by(_ATT.c.id).limit(limit))
+    query = _items_query().where(reads.visible_events(user), _ATT.c.id > after).order_by(_ATT.c.id).limit(limit)
     with db.read() as s:
         return [item_view(r, 0) for r in s.connection().execute(query)]
 
@@ -110,7 +129,7 @@ def since(db: Database, user: User, after: int, limit: int = 20) -> list[dict[st
 def newest_id(db: Database, user: User) -> int:
     """The newest attention event id in the user's chats (0: none)."""
     query = (sa.select(sa.func.max(_ATT.c.id)).select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id))
-             .where(reads.visible_chats(user)))
+             .where(reads.visible_events(user)))
     with db.read() as s:
         return int(s.connection().execute(query).scalar() or 0)
 
@@ -119,7 +138,8 @@ def task_view(row: sa.Row) -> dict[str, Any]:
     return {"id": row.id, "name": row.name, "status": row.status, "chat_id": row.chat_id,
             "chat_title": row.chat_title, "project_id": row.project_id, "owner": row.owner,
             "created_by": row.created_by, "last_error": row.last_error or "",
-            "updated_at": rfc3339(row.updated_at)}
+            "updated_at": rfc3339(row.updated_at), "schedule": _loads(row.schedule) or {},
+            "prompt": (row.prompt or "")[:PROMPT_SHOWN]}
 
 
 def tasks_in(db: Database, user: User, status: TaskStatus) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from app.core.attention_tables import AttentionEvent, ChatRead, InboxRead
+from app.core.attention_tables import AttentionEvent, AttentionKind, ChatRead, InboxRead
 from app.core.db import Database
 from app.core.models import Chat, Event, EventType, Membership, Run, RunStatus, User
 
@@ -34,6 +34,18 @@ def visible_chats(user: User) -> sa.ColumnElement[bool]:
     member = sa.select(Membership.__table__.c.project_id).where(Membership.__table__.c.user_id == user.id)
     return sa.or_(_CHATS.c.project_id.in_(member),
                   sa.and_(_CHATS.c.project_id.is_(None), _CHATS.c.owner_id == user.id))
+
+
+# Events only their recipient (and admins) may read: an agent start failure holds admin detail.
+PRIVATE_KINDS = (AttentionKind.AGENT_START_FAILED.value,)
+
+
+def visible_events(user: User) -> sa.ColumnElement[bool]:
+    """A condition on ``attention_events`` joined to ``chats``: an event of a chat ``user`` can see
+    (:func:`visible_chats`), unless it is of a private kind and addressed to someone else."""
+    if user.is_admin:
+        return sa.true()
+    return sa.and_(visible_chats(user), sa.or_(_ATT.c.kind.not_in(PRIVATE_KINDS), _ATT.c.user_id == user.id))
 
 
 def _upsert(conn: sa.Connection, table: sa.Table, keys: dict[str, int], column: str, value: int,
@@ -68,7 +80,7 @@ def inbox_unread(db: Database, user: User, mark: int | None = None) -> int:
     UNREAD_CAP)."""
     mark = read_before(db, user) if mark is None else mark
     newer = (sa.select(_ATT.c.id).select_from(_ATT.join(_CHATS, _CHATS.c.id == _ATT.c.chat_id))
-             .where(_ATT.c.id > mark, visible_chats(user)).limit(UNREAD_CAP).subquery())
+             .where(_ATT.c.id > mark, visible_events(user)).limit(UNREAD_CAP).subquery())
     query = sa.select(sa.func.count()).select_from(newer)
     with db.read() as s:
         return int(s.connection().execute(query).scalar() or 0)

@@ -33,6 +33,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from app.core.agent_starts import AgentStartProblem
 from app.core.attention_tables import Approval, AttentionEvent, ChatRead, Delivery, InboxRead, NotificationChannel
 from app.core.auth import normalize_email
 from app.core.clock import Clock
@@ -132,6 +133,7 @@ def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGon
         _bulk(s, sa.delete(Chat).where(Chat.id.in_(doomed)))
         _bulk(s, sa.delete(Membership).where(sa.or_(Membership.user_id == user.id, Membership.project_id.in_(sole))))
         _bulk(s, sa.delete(Project).where(Project.id.in_(sole)))
+        _bulk(s, sa.delete(AgentStartProblem).where(AgentStartProblem.project_key.in_(sole)))
         for project_id, heir in heirs.items():
             if heir is not None:
                 _bulk(s, sa.update(Project).where(Project.id == project_id).values(owner_id=heir.id))

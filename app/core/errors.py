@@ -75,3 +75,9 @@ class PromptAlreadyRunning(Conflict):
     """The agent is still working on this chat; wait for the current turn to finish."""
 
     code = "prompt_already_running"
+
+
+class AgentUnavailable(ChatcronError):
+    """The agent could not start — an administrator has been told."""
+
+    code = "agent_unavailable"

@@ -29,6 +29,15 @@ class ProviderError(RuntimeError):
     """The agent failed to produce a turn."""
 
 
+class AgentStartError(ProviderError):
+    """The agent could not be started — its sandbox, its program, its settings, its ACP handshake.
+
+    The message is the administrator's detail (paths, commands, how to fix it): the prompt service
+    logs it and tells the project's owner (``app.core.agent_starts``); the turn's visible error is
+    only :class:`app.core.errors.AgentUnavailable`'s sentence.
+    """
+
+
 APPROVAL_RECHECK_SECONDS = 1.0  # the longest a turn waiting on an approval goes without re-reading it
 
 

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from app.core import agent_starts
 from app.core.chats import SCHEDULED_TASKS, chat_skills, title_from_first_message_in
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -24,7 +25,7 @@ from app.core.db import Database, first_line
 from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.grants import Scope, issue_grant_in, revoke_grant_in
 from app.core.models import Chat, Project, Run, RunSource, RunStatus, User
-from app.core.ports import AgentSide, ApprovalDesk, ProviderError, ProviderFactory, TurnRequest
+from app.core.ports import AgentSide, AgentStartError, ApprovalDesk, ProviderError, ProviderFactory, TurnRequest
 from app.core.runs import (
     abandon_stale_runs,
     begin_runs,
@@ -78,7 +79,7 @@ class PromptService:
         """Start several turns with one transaction for their locks, prompts and grants.
 
         Returns a handle per spec, or the exception that spec met (NotFound, PromptAlreadyRunning,
-        a workspace error). ``started(session, pairs)`` runs inside that transaction.
+        AgentUnavailable: no workspace). ``started(session, pairs)`` runs inside that transaction.
         """
         results: list[RunHandle | Exception | None] = [None] * len(specs)
         chats, projects = self._load(specs)
@@ -92,8 +93,8 @@ class PromptService:
             try:
                 workspaces[i] = self._workspace(chats[spec.chat_id], projects, spec, checked)
             except Exception as exc:  # e.g. the disk is full: the turn does not start
-                log.exception("action=turn_failed_to_start chat_id=%s", spec.chat_id)
-                results[i] = exc
+                results[i] = agent_starts.fail(self.db, self.clock.now(), self.settings.provider, spec.chat_id,
+                                               projects.get(chats[spec.chat_id].project_id or 0), None, exc)
                 continue
             ready.append(i)
         if not ready:
@@ -240,8 +241,11 @@ class PromptService:
         status, error = RunStatus.SUCCEEDED, None
         writer = TurnWriter(self.db, self.clock, run, handle)
         try:
-            provider = self.providers(project)
+            provider = agent_starts.provider_of(self.providers, project)
             provider.run(request, writer.stream, handle.cancel)
+        except AgentStartError as exc:  # the detail is the administrator's (app/core/agent_starts.py)
+            status, error = RunStatus.FAILED, str(agent_starts.fail(
+                self.db, self.clock.now(), self.settings.provider, request.chat_id, project, run.id, exc))
         except ProviderError as exc:
             status, error = RunStatus.FAILED, str(exc)
         except Exception as exc:  # a provider bug must fail the turn, not kill the worker silently

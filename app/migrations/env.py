@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
+import app.core.agent_starts  # noqa: F401 - agent start problems (what /api/health reports)
 import app.core.attention_tables  # noqa: F401 - approvals, inbox, outbox (SPEC §13)
 import app.core.models  # noqa: F401 - registers the tables on SQLModel.metadata
 import app.schedules.model  # noqa: F401 - the scheduled-task tables

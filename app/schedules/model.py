@@ -92,6 +92,8 @@ class ScheduledTask(SQLModel, table=True):
     last_error: str | None = None
     pending_run: bool = Field(default=False, index=True)
     pending_forced: str | None = None  # the Trigger of a queued run-now, None for a regular follow-up
+    # the user whose run-now is queued (None for an agent's): the fire's record copies it
+    pending_forced_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(320), nullable=True))
     pending_occurrence_at: dt.datetime | None = instant(nullable=True)
     retry_at: dt.datetime | None = instant(nullable=True, index=True)
     active_run_id: int | None = Field(default=None, index=True)  # TaskRun id of the claim in flight
@@ -124,6 +126,7 @@ class TaskRun(SQLModel, table=True):
                                              nullable=False, index=True))
     occurrence_at: dt.datetime = instant(nullable=False)
     trigger: str = Trigger.SCHEDULE.value
+    requested_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(320), nullable=True))  # run-now by
     status: str = Field(default=RunOutcome.RUNNING.value, index=True)
     fire_number: int = 0
     attempts: int = 1

@@ -22,8 +22,10 @@ MAX_PREVIEW = 50
 
 
 def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None,
-            min_every_seconds: int = 1) -> dict[str, Any]:
-    """Describe ``schedule`` (an API dict) and list its next ``count`` fires after ``now``.
+            min_every_seconds: int = 1, runs_left: int | None = None, until: datetime | None = None) -> dict[str, Any]:
+    """Describe ``schedule`` (an API dict) and list its next ``count`` fires after ``now`` — only
+    those that will happen: at most ``runs_left`` (a task's ``max_runs`` minus its runs so far,
+    see timing.runs_left; None: no limit) and none after ``until`` (the task's end, if any).
 
     Returns ``{"kind", "description", "timezone", "fires": [{"utc": "…Z", "local": "…±hh:mm"}]}``.
     ``local`` is in the schedule's own zone for cron, else in ``display_timezone`` (default
@@ -39,7 +41,8 @@ def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str 
     if isinstance(parsed, OnceSchedule) and parsed.at <= now:
         raise ScheduleError("schedule.at", past_message(parsed.at, zone))
     armed_at = now if isinstance(parsed, IntervalSchedule) else None
-    fires = next_occurrences(parsed, now, count, armed_at=armed_at)
+    shown = count if runs_left is None else max(0, min(count, runs_left))
+    fires = [fire for fire in next_occurrences(parsed, now, shown, armed_at=armed_at) if until is None or fire <= until]
     return {
         "kind": parsed.kind.value,
         "description": describe_schedule(parsed),

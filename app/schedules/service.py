@@ -287,6 +287,7 @@ class TaskService:
 
         def change(row: ScheduledTask) -> None:
             row.pending_run, row.pending_forced, row.pending_occurrence_at = True, trigger.value, now
+            row.pending_forced_by = None if actor.is_agent else actor.user.email
             row.retry_at = None
 
         return self._mutate(task_id, change)

@@ -6,13 +6,14 @@ All instants in and out are aware datetimes; results are in UTC. Nothing here re
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
-from app.schedules.cron.evaluate import HORIZON_DAYS, next_fire_times
-from app.schedules.cron.fields import CronError, parse_cron
+from app.schedules.cron.evaluate import HORIZON_DAYS, days_in_month, epoch_seconds, next_fire_times, next_instant
+from app.schedules.cron.fields import CronError, CronSpec, parse_cron
 from app.schedules.cron.gaps import Gap, min_gap
-from app.schedules.cron.zone import EPOCH, load_zone
+from app.schedules.cron.zone import DAY, EPOCH, EPOCH_ORDINAL, ZoneTimeline, load_zone
 from app.schedules.spec import (
     CronSchedule,
     IntervalSchedule,
@@ -129,6 +130,104 @@ def validate_min_interval(schedule: Schedule, floor_seconds: int, *, now: dateti
         )
 
 
+def runs_left(max_runs: int | None, run_count: int) -> int | None:
+    """How many more fires a task may make on schedule: ``max_runs - run_count``, never below 0;
+    None when it has no limit. (A once task also fires at most once: its schedule says so.)"""
+    return None if max_runs is None else max(0, max_runs - run_count)
+
+
+def count_occurrences(schedule: Schedule, after: datetime, until: datetime, armed_at: datetime | None = None) -> int:
+    """How many occurrences fall in ``(after, until]`` (rules as next_occurrence), counted
+    without listing them: arithmetic on an interval's grid; for cron, the matching wall minutes
+    of each stretch of constant UTC offset, and only the hours around a clock change walked fire
+    by fire (classic DST rules). Cost grows with the days spanned, not with the fires.
+    Raises TypeError for a naive instant.
+    """
+    _require_aware(after, "after")
+    _require_aware(until, "until")
+    if until <= after:
+        return 0
+    if isinstance(schedule, OnceSchedule):
+        return int(after < schedule.at <= until)
+    if isinstance(schedule, IntervalSchedule):
+        step = timedelta(seconds=schedule.every_seconds)
+        if armed_at is None:
+            base, first = after, 1
+        else:
+            _require_aware(armed_at, "armed_at")
+            base, first = armed_at, max((after - armed_at) // step + 1, 1)
+        return max(0, (until - base) // step - first + 1)
+    try:
+        spec, zone = parse_cron(schedule.cron), load_zone(schedule.timezone)
+    except CronError as exc:
+        raise schedule_error_from(exc) from None
+    return _count_cron(spec, zone, epoch_seconds(after), epoch_seconds(until))
+
+
+def nth_occurrence(schedule: Schedule, after: datetime, n: int, armed_at: datetime | None = None) -> datetime | None:
+    """The ``n``-th (1-based) occurrence strictly after ``after``, or None when there are fewer;
+    an interval's is computed, not walked to."""
+    if n < 1:
+        return None
+    if isinstance(schedule, IntervalSchedule):
+        return next_occurrences(schedule, after, 1, armed_at=armed_at)[0] + (n - 1) * timedelta(
+            seconds=schedule.every_seconds)
+    found = next_occurrences(schedule, after, n, armed_at=armed_at)
+    return found[-1] if len(found) == n else None
+
+
+# Around a clock change fires are walked one by one over this much more than the change itself:
+# beyond it each instant's wall clock reads a minute of its own (1:1, no skipped or repeated hour).
+_CHANGE_MARGIN = 3600
+_MAX_CHANGE = 2 * DAY  # wider than any offset change tzdata has had (the largest is 24 h)
+
+
+def _count_cron(spec: CronSpec, zone: ZoneTimeline, lo: int, hi: int) -> int:
+    """Fire instants of ``spec`` in ``zone`` in UTC seconds ``(lo, hi]``."""
+    count, t = 0, lo
+    for change in zone.transitions_between(lo - _MAX_CHANGE, hi + _MAX_CHANGE):
+        margin = abs(change.after - change.before) + _CHANGE_MARGIN
+        start, end = max(t, change.at - margin), min(hi, change.at + margin)
+        if end <= start:
+            continue
+        offset = zone.offset_at(start)
+        count += _wall_minutes(spec, t + offset, start + offset) + _walk(spec, zone, start, end)
+        t = end
+    offset = zone.offset_at(hi)
+    return count + _wall_minutes(spec, t + offset, hi + offset)
+
+
+def _walk(spec: CronSpec, zone: ZoneTimeline, lo: int, hi: int) -> int:
+    count, t = 0, lo
+    while (found := next_instant(spec, zone, t)) is not None and found <= hi:
+        count, t = count + 1, found
+    return count
+
+
+def _wall_minutes(spec: CronSpec, lo: int, hi: int) -> int:
+    """Matching wall minutes in wall seconds ``(lo, hi]`` (seconds since the naive epoch)."""
+    if hi <= lo:
+        return 0
+    minutes = spec.minute.values
+    whole_day = len(spec.hour.values) * len(minutes)
+    count = 0
+    for day in range(lo // DAY, hi // DAY + 1):
+        if not _day_matches(spec, day + EPOCH_ORDINAL):
+            continue
+        start, end = lo - day * DAY, hi - day * DAY  # the day's minutes m with start < m <= end
+        if start < 0 and end >= DAY - 60:
+            count += whole_day
+            continue
+        for hour in spec.hour.values:
+            count += bisect_right(minutes, (end - hour * 3600) // 60) - \
+                bisect_right(minutes, (start - hour * 3600) // 60)
+    return count
+
+
+def _day_matches(spec: CronSpec, ordinal: int) -> bool:
+    day = date.fromordinal(ordinal)
+    first = ordinal - day.day + 1
+    return day.day in spec.matching_days(day.month, days_in_month(day.year, day.month), first % 7)
 
 
 def _require_aware(value: datetime, name: str) -> None:

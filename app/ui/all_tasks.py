@@ -15,7 +15,7 @@ from app.core.models import User
 from app.schedules import overview
 from app.schedules.model import TaskStatus
 from app.schedules.service import Actor
-from app.ui import schedule_views
+from app.ui import schedule_views, timeline
 from app.ui.tasks import task_service
 
 PAGE = overview.MAX_PAGE  # rows the page shows at most (it says so when there are more)
@@ -47,6 +47,7 @@ class AllRow:
     project_name: str
     can_pause: bool
     can_resume: bool
+    coming: str = ""  # "3 fires left", "10,080 fires in 7 days": the fires that will happen this week
 
 
 @dataclasses.dataclass
@@ -70,7 +71,7 @@ def _row(listed: overview.Listed, now, viewer_zone: str) -> AllRow:
         last_rel=view.last_rel, last_status=view.last_status, last_color=view.last_color, last_abs=view.last_abs,
         last_error=view.last_error, pending=view.pending, owner=view.owner, chat_id=listed.task.chat_id,
         chat_title=listed.chat_title, project_name=listed.project_name,
-        can_pause=view.can_pause, can_resume=view.can_resume,
+        can_pause=view.can_pause, can_resume=view.can_resume, coming=timeline.coming(listed.task, now),
     )
 
 

@@ -11,14 +11,20 @@ from typing import Any
 from app.attention import approvals, inbox, reads
 from app.core.context import get_core
 from app.core.models import User
-from app.ui import tasks
+from app.schedules.service import Actor
+from app.ui import schedule_views, tasks
 from app.ui.marks import SharedMark
 from app.ui.usage import usage_line
 
 PAGE = 30
 MARK_MAX_AGE = 0.9  # s: a worker reads the change mark at most this often (its tabs poll every second)
 KIND_LABELS = {"fire.finished": "Fire finished", "fire.failed": "Fire failed", "task.error": "Task stopped",
-               "draft.created": "Draft to arm", "approval.requested": "Approval asked"}
+               "draft.created": "Draft to arm", "approval.requested": "Approval asked",
+               "agent.start_failed": "Agent could not start"}
+# what a draft or an approval item reads once settled (app.attention.inbox's "resolved")
+RESOLVED_LABELS = {"armed": "Draft armed", "deleted": "Draft deleted", "allowed": "Approval: allowed",
+                   "rejected": "Approval: rejected", "expired": "Approval expired", "cancelled": "Approval cancelled"}
+USAGE_KINDS = {"fire.finished", "fire.failed"}  # a turn's tokens belong to its fire, not to what it asked meanwhile
 
 
 @dataclasses.dataclass
@@ -45,6 +51,8 @@ class TaskCard:
     chat_id: int
     chat_title: str
     reason: str
+    when: str = ""  # a draft's schedule in words ("Every hour")
+    prompt: str = ""  # a draft's prompt (its first PROMPT_SHOWN characters)
 
 
 @dataclasses.dataclass
@@ -52,6 +60,7 @@ class FeedItem:
     id: int
     kind: str
     label: str
+    resolved: str  # "" while it waits; "armed", "allowed", "expired", … once settled
     chat_id: int
     chat_title: str
     task_name: str
@@ -81,16 +90,21 @@ class Sections:
 
 def feed_item(item: dict[str, Any]) -> FeedItem:
     line = item["first_line"] or item["error"] or item["title"]
-    usage = usage_line(json.dumps(item["usage"])) if item["usage"] else ""
-    return FeedItem(id=item["id"], kind=item["kind"], label=KIND_LABELS.get(item["kind"], item["kind"]),
+    usage = usage_line(json.dumps(item["usage"])) if item["usage"] and item["kind"] in USAGE_KINDS else ""
+    resolved = item.get("resolved") or ""
+    label = RESOLVED_LABELS.get(resolved) or KIND_LABELS.get(item["kind"], item["kind"])
+    return FeedItem(id=item["id"], kind=item["kind"], label=label, resolved=resolved,
                     chat_id=item["chat_id"], chat_title=item["chat_title"], task_name=item["task_name"],
                     outcome=item["outcome"], line=line, usage=usage, at=item["created_at"] or "",
                     unread=item["unread"])
 
 
 def _task(row: dict[str, Any]) -> TaskCard:
+    schedule = row.get("schedule") or {}
+    zone = schedule_views.zone_of(schedule.get("timezone") or "UTC")
     return TaskCard(id=row["id"], name=row["name"], chat_id=row["chat_id"], chat_title=row["chat_title"],
-                    reason=row["last_error"])
+                    reason=row["last_error"], when=schedule_views.describe(schedule, zone) if schedule else "",
+                    prompt=row.get("prompt") or "")
 
 
 def _approval(row: dict[str, Any]) -> ApprovalCard:
@@ -155,9 +169,15 @@ def answer(user: User, approval_id: int, option_id: str) -> None:
     approvals.answer(core.db, core.clock.now(), user, approval_id, option_id)
 
 
-def arm(user: User, task_id: int) -> None:
-    """Arm a draft through the schedule service, as the drawer's ``schedule-arm`` does."""
-    tasks.act(user, "arm", task_id)
+def arm(user: User, task_id: int) -> str:
+    """Arm a draft through the schedule service, as the drawer's ``schedule-arm`` does; returns what
+    the page says of it ("Armed “standup”: first fire in 59 min, Thu 3 Dec 2026, 09:00:00 UTC")."""
+    task = tasks.task_service().arm(Actor(user), task_id)
+    if task.next_run_at is None:
+        return f"Armed “{task.name}”."
+    now, zone = get_core().clock.now(), schedule_views.task_zone(task, "UTC")
+    return (f"Armed “{task.name}”: first fire {schedule_views.relative(task.next_run_at, now)}, "
+            f"{schedule_views.absolute(task.next_run_at, zone)}.")
 
 
 def row_event_id(row: dict[str, str]) -> int:

@@ -112,14 +112,18 @@ def schedule_of(fields: FormFields) -> dict[str, Any]:
 
 
 def body_of(fields: FormFields) -> dict[str, Any]:
-    """The create body (every editable field)."""
+    """The create body (every editable field); a once task's has no max runs: it fires once, the form
+    hides the field, and a value typed before switching the kind to once is not sent."""
+    body = {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
+            "overlap": fields.overlap, "session": fields.session, "notify": fields.notify}
+    if fields.kind == "once":
+        return body
     raw = fields.max_runs.strip()
     try:
-        max_runs = int(raw) if raw else None
+        body["max_runs"] = int(raw) if raw else None
     except ValueError:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
-    return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
-            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify}
+    return body
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +133,11 @@ def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
 
 
 def original_of(task: ScheduledTask) -> dict[str, Any]:
-    """A stored task as a body, to diff edits against."""
+    """A stored task as a body, to diff edits against (``run_count`` rides along for the preview's
+    runs left; no body field, so no edit ever sends it)."""
     return {"name": task.name, "prompt": task.prompt, "schedule": task.schedule_dict(),
-            "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs, "notify": task.notify}
+            "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs, "notify": task.notify,
+            "run_count": task.run_count}
 
 
 def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:

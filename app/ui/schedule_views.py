@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.core import envelope
+from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
 
@@ -59,6 +60,7 @@ class TaskRow:
     status: str
     status_color: str
     description: str
+    kind: str  # the schedule's kind: "once" | "cron" | "interval" (a once task's row shows no repeat icon)
     prompt: str
     next_rel: str
     next_when: str  # "Tue 09:00": the next run's wall time in the row's zone ("" when none)
@@ -109,10 +111,12 @@ def relative(instant: dt.datetime, now: dt.datetime) -> str:
 
 
 def absolute(instant: dt.datetime, zone: dt.tzinfo) -> str:
-    """``Tue 5 May 2026, 09:00:00 CEST (Europe/Paris)`` in ``zone``."""
+    """``Tue 5 May 2026, 09:00:00 CEST (Europe/Paris)`` in ``zone`` (``… 09:00:00 UTC`` when the zone's
+    name is its abbreviation)."""
     local = instant.astimezone(zone)
     key = getattr(zone, "key", "UTC")
-    return f"{local:%a} {local.day} {local:%b %Y, %H:%M:%S} {local.tzname()} ({key})"
+    text = f"{local:%a} {local.day} {local:%b %Y, %H:%M:%S} {local.tzname()}"
+    return text if key == local.tzname() else f"{text} ({key})"
 
 
 def short_time(instant: dt.datetime, zone: dt.tzinfo) -> str:
@@ -165,14 +169,15 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
     bound = envelope.fire_bound(task.max_runs, task.schedule_dict().get("kind") == "once", task.run_count)
     next_at = task.retry_at if task.retry_at and (not task.next_run_at or task.retry_at < task.next_run_at) \
         else task.next_run_at
-    next_at = next_at if status is TaskStatus.ACTIVE else None
+    next_at = next_at if status is TaskStatus.ACTIVE and _fires_again(task, next_at) else None
     last_rel, last_status = last_run(task, now)
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
-        description=describe(task.schedule_dict(), zone), prompt=task.prompt,
+        description=describe(task.schedule_dict(), zone), kind=str(task.schedule_dict().get("kind", "")),
+        prompt=task.prompt,
         next_rel=relative(next_at, now) if next_at else "—",
         next_when=clock_time(next_at, now, zone, zone_of(viewer_zone)) if next_at else "",
-        next_abs=absolute(next_at, zone) if next_at else _no_next(status),
+        next_abs=absolute(next_at, zone) if next_at else _no_next(status, task),
         last_rel=last_rel, last_status=last_status,
         last_color=OUTCOME_COLORS.get(_enum_or(RunOutcome, last_status, None), "gray"),
         last_abs=absolute(task.last_run_at, zone) if task.last_run_at else "not run yet",
@@ -219,7 +224,25 @@ def live_and_drafts(tasks: Iterable[ScheduledTask]) -> tuple[int, int]:
             sum(status == TaskStatus.DRAFT.value for status in statuses))
 
 
-def _no_next(status: TaskStatus) -> str:
+def task_end(task: ScheduledTask) -> dt.datetime | None:
+    """The instant after which ``task`` fires no more (SPEC §14 ``ends_at``; None while the model
+    has no such field or the task has no end)."""
+    return getattr(task, "ends_at", None)
+
+
+def _fires_again(task: ScheduledTask, next_at: dt.datetime | None) -> bool:
+    """Whether the next run will fire: the task has runs left and has not ended by then."""
+    end = task_end(task)
+    return timing.runs_left(task.max_runs, task.run_count) != 0 and \
+        (next_at is None or end is None or next_at <= end)
+
+
+def _no_next(status: TaskStatus, task: ScheduledTask) -> str:
+    if status is TaskStatus.ACTIVE and timing.runs_left(task.max_runs, task.run_count) == 0:
+        return f"no runs left: all {task.max_runs} used"
+    end = task_end(task)
+    if status is TaskStatus.ACTIVE and end is not None and task.next_run_at is not None and task.next_run_at > end:
+        return "its active window has ended"
     return {TaskStatus.DRAFT: "a draft does not fire until a user arms it",
             TaskStatus.PAUSED: "paused: resume to fire again"}.get(status, f"{status.value}: no next run")
 
@@ -243,7 +266,8 @@ def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
     return RunRow(
         id=run.id or 0, run_id=str(run.run_id or ""), fire=f"#{run.fire_number}" if run.fire_number else "",
         status=outcome.value, color=OUTCOME_COLORS[outcome],
-        trigger=TRIGGER_LABELS.get(_enum_or(Trigger, run.trigger, None), run.trigger),
+        trigger=f"run now by {run.requested_by}" if run.requested_by and run.trigger == Trigger.RUN_NOW_USER.value
+        else TRIGGER_LABELS.get(_enum_or(Trigger, run.trigger, None), run.trigger),
         nominal=f"{short_time(run.occurrence_at, zone)}:{run.occurrence_at.astimezone(zone):%S}",
         actual=_same_day_time(started, run.occurrence_at, zone) if started else "—",
         late=f"+{seconds_text(late)}" if late >= 0.5 else "on time",

@@ -16,7 +16,7 @@ from app.core.context import get_core
 from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from app.schedules import clock_notes, overview
+from app.schedules import clock_notes, overview, timing
 from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
@@ -103,7 +103,7 @@ def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone:
     try:
         schedule = schedule_form.schedule_of(fields)
         try:
-            _preview(check, schedule, service, fields, viewer_zone)
+            _preview(check, schedule, service, fields, viewer_zone, _runs_left(fields, original))
         except InvalidInput:
             if original is None or original["schedule"] != schedule:
                 raise  # an unchanged schedule whose time has passed may still be renamed
@@ -118,12 +118,27 @@ def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone:
     return check
 
 
+def _runs_left(fields: FormFields, original: dict[str, Any] | None) -> int | None:
+    """The fires the task has left: the form's max runs minus its runs so far (a once task's form
+    sends no max runs: the stored one holds; a max runs that is not a whole number from 1 bounds
+    nothing here: its own error says why)."""
+    stored = original or {}
+    try:
+        raw = fields.max_runs.strip()
+        max_runs = stored.get("max_runs") if fields.kind == "once" else int(raw) if raw else None
+    except ValueError:
+        return None
+    if max_runs is None or max_runs < 1:
+        return None
+    return timing.runs_left(max_runs, int(stored.get("run_count") or 0))
+
+
 def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, fields: FormFields,
-             viewer_zone: str) -> None:
+             viewer_zone: str, runs_left: int | None = None) -> None:
     now = service.clock.now()
     try:
         shown = previews.preview(schedule, now, 5, display_timezone=fields.timezone or viewer_zone,
-                                 min_every_seconds=service.settings.min_interval_seconds)
+                                 min_every_seconds=service.settings.min_interval_seconds, runs_left=runs_left)
     except ScheduleError as exc:
         raise InvalidInput(exc.field, exc.message) from None
     tz = schedule_views.zone_of(shown["timezone"])

@@ -4,6 +4,10 @@ One lane per active task with fires. A sparse task shows a dot per fire; a dense
 ``DOTS_PER_TASK`` fires in the window, where dots would merge into a solid bar) shows one band
 per local day with the day's count, and a line under the lanes says its cadence
 ("standup: every 10 min · 144/day").
+
+Every count is the fires that will happen: no more than the task's runs left (``max_runs`` minus
+the runs so far), none after its end, and a dense task's days are counted, not listed, so an
+every-minute task reads 1440 a day on each of the seven days.
 """
 
 from __future__ import annotations
@@ -11,17 +15,18 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 from app.schedules import timing
 from app.schedules.model import ScheduledTask, TaskStatus
-from app.schedules.spec import ScheduleError
-from app.ui.schedule_views import MARKER_COLORS, short_time, task_zone, zone_of
+from app.schedules.spec import Schedule, ScheduleError
+from app.ui.schedule_views import MARKER_COLORS, short_time, task_end, task_zone, zone_of
 
 LANE_PX = 12  # one lane per task with fires, so a busy task does not hide a quiet one
 TIMELINE_DAYS = 7
 DOTS_PER_TASK = 56  # ~8 a day: more and the 8 px dots of a 500 px lane merge; the task is aggregated
-COUNT_LIMIT = 2016  # fires counted per task (every 5 min for a week); more reads "2016+"
 DAY = dt.timedelta(days=1)
+TICK = dt.timedelta(microseconds=1)  # (t - TICK, u] is [t, u] for instants (they carry microseconds at most)
 LABEL_ROOM = 0.93  # a day label ("Wed 9", ~7 % of a lane) starting later would run past the timeline
 
 
@@ -55,18 +60,102 @@ class Timeline:
     dense: list[str] = dataclasses.field(default_factory=list)  # "standup: every 10 min · 144/day"
 
 
-def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:
-    """An active task's fires in ``(now, until]``: its stored next run, then the schedule's."""
-    if task.status != TaskStatus.ACTIVE.value or task.next_run_at is None:
-        return []
+@dataclasses.dataclass(frozen=True)
+class Fires:
+    """The fires an active task will make: its stored next run ``first``, then its schedule's,
+    none after ``end`` and at most ``left`` of them (None: no limit)."""
+
+    first: dt.datetime
+    end: dt.datetime
+    left: int | None
+    schedule: Schedule | None  # None: a stored schedule that no longer parses (its next run only)
+    armed_at: dt.datetime | None
+
+    def listed(self, limit: int) -> list[dt.datetime]:
+        """The first ``limit`` fires (fewer when the runs left or the end come first)."""
+        limit = limit if self.left is None else min(limit, self.left)
+        if limit <= 0:
+            return []
+        fires = [self.first]
+        if self.schedule is not None and limit > 1:
+            try:
+                fires += timing.next_occurrences(self.schedule, self.first, limit - 1, armed_at=self.armed_at)
+            except ScheduleError:  # a cron that falls silent for 8 years: its fires so far
+                pass
+        return [fire for fire in fires if fire <= self.end][:limit]
+
+    def count(self, after: dt.datetime, until: dt.datetime) -> int:
+        """How many fires fall in ``(after, until]`` (and not after ``end``), runs left aside;
+        counted, not listed (see timing.count_occurrences)."""
+        until = min(until, self.end)
+        if until < self.first or until <= after:
+            return 0
+        found = int(after < self.first)
+        if self.schedule is not None:
+            found += timing.count_occurrences(self.schedule, max(after, self.first), until, armed_at=self.armed_at)
+        return found
+
+    def bounded(self, count: int) -> int:
+        """``count`` fires cut to the runs left."""
+        return count if self.left is None else min(count, self.left)
+
+    def nth(self, after: dt.datetime, n: int) -> dt.datetime | None:
+        """The ``n``-th fire (1-based) after ``after``, runs left and end aside."""
+        if after < self.first:
+            if n == 1:
+                return self.first
+            after, n = self.first, n - 1
+        if self.schedule is None:
+            return None
+        return timing.nth_occurrence(self.schedule, after, n, armed_at=self.armed_at)
+
+
+def fires_of(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> Fires | None:
+    """What ``task`` will fire in ``(now, until]``, or None when nothing: not active, no next
+    run, no runs left, or its next run after ``until`` or after its end (``ends_at``)."""
+    left = timing.runs_left(task.max_runs, task.run_count)
+    if task.status != TaskStatus.ACTIVE.value or task.next_run_at is None or left == 0:
+        return None
+    end = min(until, task_end(task) or until)
     first = max(task.next_run_at, now)
-    fires = [first]
+    if first > end:
+        return None
     try:
-        schedule = task.parsed_schedule()
-        fires += timing.next_occurrences(schedule, first, limit - 1, armed_at=task.armed_at)
+        schedule: Schedule | None = task.parsed_schedule()
     except ScheduleError:
-        pass
-    return [fire for fire in fires if fire <= until][:limit]
+        schedule = None
+    return Fires(first, end, left, schedule, task.armed_at)
+
+
+def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:
+    """An active task's next fires up to ``until`` (at most ``limit``): its stored next run, then
+    the schedule's, no more than its runs left and none after its end."""
+    fires = fires_of(task, now, until)
+    return fires.listed(limit) if fires else []
+
+
+def fire_count(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> int:
+    """Exactly how many times ``task`` fires up to ``until`` (its runs left and its end included),
+    without listing the fires."""
+    fires = fires_of(task, now, until)
+    if fires is None:
+        return 0
+    return fires.bounded(fires.count(now - TICK, fires.end))
+
+
+def coming(task: ScheduledTask, now: dt.datetime, days: int = TIMELINE_DAYS) -> str:
+    """A row's fires ahead: "3 fires left" when the task's last fires fall in the next ``days``
+    days, "10,080 fires in 7 days" otherwise, "no runs left" for an active task that has used
+    them all, "" when it fires nothing in the window."""
+    left = timing.runs_left(task.max_runs, task.run_count)
+    if task.status == TaskStatus.ACTIVE.value and left == 0:
+        return "no runs left"
+    found = fire_count(task, now, now + dt.timedelta(days=days))
+    if not found:
+        return ""
+    if found == left:
+        return f"{_fires(found)} left"
+    return f"{_fires(found)} in {days} days"
 
 
 def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
@@ -77,63 +166,80 @@ def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
     viewer = zone_of(viewer_zone)
     markers: list[Marker] = []
     dense: list[str] = []
-    total, capped, lanes = 0, False, 0
+    total, lanes = 0, 0
     for index, task in enumerate(tasks):
-        fires = upcoming(task, now, now + span, COUNT_LIMIT)
-        if not fires:
+        fires = fires_of(task, now, now + span)
+        count = fires.bounded(fires.count(now - TICK, fires.end)) if fires else 0
+        if not fires or not count:
             continue
         color, top = MARKER_COLORS[index % len(MARKER_COLORS)], f"{lanes * LANE_PX}px"
-        total, capped = total + len(fires), capped or len(fires) == COUNT_LIMIT
-        if len(fires) > DOTS_PER_TASK:
+        if count > DOTS_PER_TASK:  # counted per day; only the first few fires are listed, for the cadence
             markers += day_bands(task.name, fires, now, span, viewer, color, top)
-            dense.append(f"{task.name}: {cadence(task, fires, now, span)}")
+            dense.append(f"{task.name}: {cadence(task, fires, fires.listed(3), now)}")
         else:
             zone = task_zone(task, viewer_zone)
             markers += [Marker(left=_percent(fire - now, span), top=top, color=color,
                                label=f"{task.name} · {short_time(fire, zone)} {fire.astimezone(zone).tzname()}")
-                        for fire in fires]
+                        for fire in fires.listed(count)]
+        total += count
         lanes += 1
-    label = "no fires" if not total else f"{total}{'+' if capped else ''} fire{'s' if total != 1 else ''}"
+    label = _fires(total) if total else "no fires"
     return Timeline(markers, day_ticks(now, viewer, days), label, f"{max(lanes, 1) * LANE_PX}px", dense)
 
 
-def day_bands(name: str, fires: Sequence[dt.datetime], now: dt.datetime, span: dt.timedelta, zone: dt.tzinfo,
+def day_bands(name: str, fires: Fires, now: dt.datetime, span: dt.timedelta, zone: dt.tzinfo,
               color: str, top: str) -> list[Marker]:
-    """One band per local day of ``zone`` (the viewer's, like the ticks) that has fires, with its count."""
-    end_of_window = now + span + dt.timedelta(microseconds=1)  # a fire exactly at the end still counts
-    edges = [now, *(_midnight(day, zone) for day in _days_after(now, zone, span)), end_of_window]
-    bands, index = [], 0
-    for start, end in zip(edges, edges[1:], strict=False):
-        count = 0
-        while index < len(fires) and fires[index] < end:
-            count, index = count + 1, index + 1
+    """One band per local day of ``zone`` (the viewer's, like the ticks) that has fires, with its
+    count; a band ends at the task's end, or at its last fire when its runs left run out that day.
+    Each day is counted, not listed."""
+    midnights = [_midnight(day, zone) for day in _days_after(now, zone, span)]
+    edges = [now, *(m for m in midnights if m < fires.end), fires.end]
+    bands, total = [], 0
+    for number, (start, end) in enumerate(pairwise(edges), 1):
+        count = fires.count(start - TICK, end if number == len(edges) - 1 else end - TICK)
+        stop = end
+        if fires.left is not None and total + count >= fires.left:
+            count = fires.left - total
+            stop = (fires.nth(start - TICK, count) or end) if count else start
         if count:
             day = start.astimezone(zone)
-            bands.append(Marker(left=_percent(start - now, span), width=_percent(end - start, span), top=top,
-                                color=color, count=str(count),
+            bands.append(Marker(left=_percent(start - now, span), width=_percent(stop - start, span), top=top,
+                                color=color, count=_number(count),
                                 label=f"{name} · {day:%a} {day.day} {day:%b} · {_fires(count)}"))
+        total += count
+        if total == fires.left:
+            break
     return bands
 
 
+def _number(count: int) -> str:
+    """``1440``, ``10,080``: thousands are set apart from five digits on."""
+    return f"{count:,}" if count >= 10_000 else str(count)
+
+
 def _fires(count: int) -> str:
-    return f"{count} fire{'s' if count != 1 else ''}"
+    return f"{_number(count)} fire{'s' if count != 1 else ''}"
 
 
-def cadence(task: ScheduledTask, fires: Sequence[dt.datetime], now: dt.datetime, span: dt.timedelta) -> str:
-    """"every 10 min · 144/day": the period when the fires are evenly spaced, and the fires per
-    day (the window's average; the next 24 hours' count when the window's count was capped)."""
+def cadence(task: ScheduledTask, fires: Fires, listed: Sequence[dt.datetime], now: dt.datetime) -> str:
+    """"every 10 min · 144/day": the period when the fires are evenly spaced, the schedule's
+    fires per day (averaged over the window up to the task's end), and "· 100 left" when its runs
+    left end before the window does. ``listed``: its first fires."""
     schedule = task.schedule_dict()
-    if len(fires) < COUNT_LIMIT:
-        per_day = round(len(fires) / (span / DAY))
-    else:
-        per_day = sum(1 for fire in fires if fire <= now + DAY)
+    scheduled = fires.count(now - TICK, fires.end)
+    window = max(fires.end - now, dt.timedelta(seconds=1))
+    per_day = round(scheduled / (window / DAY))
     if schedule.get("kind") == "interval":
         period = int(schedule.get("every_seconds") or 0)
     else:
-        gaps = {round((b - a).total_seconds()) for a, b in zip(fires, fires[1:], strict=False)}
+        gaps = {round((b - a).total_seconds()) for a, b in pairwise(listed)}
         period = gaps.pop() if len(gaps) == 1 else 0
+        # even at first but not all week long (weekdays only, office hours): no period
+        if period and scheduled != (fires.end - listed[0]) // dt.timedelta(seconds=period) + 1:
+            period = 0
     every = f"every {period_text(period)} · " if period else ""
-    return f"{every}{per_day}{'+' if per_day == COUNT_LIMIT else ''}/day"
+    left = f" · {_number(fires.left)} left" if fires.left is not None and fires.left < scheduled else ""
+    return f"{every}{_number(per_day)}/day{left}"
 
 
 def period_text(seconds: int) -> str:

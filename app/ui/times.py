@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from app.core.db import Database
 from app.core.models import Event, EventType, Run
-from app.schedules.model import TaskRun
+from app.schedules.model import TaskRun, Trigger
 
 ON_TIME_SECONDS = 1.0  # a start within a second of its occurrence is "on time"
 
@@ -47,20 +47,34 @@ def lateness(planned: dt.datetime, started: dt.datetime) -> str:
     return f"{days} d {hours} h late" if hours else f"{days} d late"
 
 
-def fire_starts(db: Database, run_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    """Run id → (occurrence as ISO UTC, lateness words) for the runs among ``run_ids`` that are fires."""
+def run_now_words(trigger: str, requested_by: str | None) -> str:
+    """"Run now by ann@example.com" / "Run now by the agent" for a run-now fire, "" for any other."""
+    if trigger == Trigger.RUN_NOW_AGENT.value:
+        return "Run now by the agent"
+    if trigger == Trigger.RUN_NOW_USER.value:
+        return f"Run now by {requested_by}" if requested_by else "Run now by a user"
+    return ""
+
+
+def fire_starts(db: Database, run_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+    """Run id → (occurrence as ISO UTC, lateness words, run-now words) for the runs among ``run_ids``
+    that are fires. A run-now has no planned time to be late for: its occurrence and lateness are ""."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
     # The turn's start is the instant its scheduled_prompt event was written (app/core/runs.py).
-    query = (sa.select(Run.id, TaskRun.occurrence_at, Run.started_at)
+    query = (sa.select(Run.id, TaskRun.occurrence_at, Run.started_at, TaskRun.trigger, TaskRun.requested_by)
              .join(TaskRun, TaskRun.id == Run.task_run_id).where(Run.id.in_(ids)))
     with db.read() as s:
         rows = s.exec(query).all()
-    return {run_id: (iso_utc(planned), lateness(planned, started)) for run_id, planned, started in rows}
+    out = {}
+    for run_id, planned, started, trigger, requested_by in rows:
+        forced = run_now_words(trigger, requested_by)
+        out[run_id] = ("", "", forced) if forced else (iso_utc(planned), lateness(planned, started), "")
+    return out
 
 
-async def for_events(db: Database, events: Iterable[Event]) -> dict[int, tuple[str, str]]:
+async def for_events(db: Database, events: Iterable[Event]) -> dict[int, tuple[str, str, str]]:
     """Fire starts of the scheduled prompts among ``events`` (no query when there is none)."""
     ids = [event.run_id for event in events
            if event.type == EventType.SCHEDULED_PROMPT.value and event.run_id is not None]

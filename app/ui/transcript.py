@@ -9,7 +9,8 @@
   it: the row's ``marker`` keeps the cut tail (so later chunks join the full text) and the page
   shows a "completed" badge for it.
 - ``at`` is the row's first event's instant (ISO UTC, app/ui/times.py); a fire's row also has
-  ``fired_at`` (its planned occurrence) and ``late`` ("on time", "2 min late") when the caller knows them.
+  ``fired_at`` (its planned occurrence) and ``late`` ("on time", "2 min late") when the caller knows them,
+  or, for a run-now, ``forced`` ("run now by ann@example.com") instead.
 
 Every row is a ``dict[str, str]`` with the same keys (the page's state is typed that way).
 """
@@ -38,8 +39,9 @@ TOOL_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "f
 PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
           "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",
-          "marker": "", "at": "", "fired_at": "", "late": "", "approval_id": "", "approval_state": "",
-          "approval_options": "", "approval_note": ""}
+          "marker": "", "at": "", "fired_at": "", "late": "", "forced": "", "approval_id": "",
+          "approval_state": "", "approval_options": "", "approval_note": ""}
+OPTION_ORDER = {"allow_once": 0, "allow_always": 1, "reject_once": 2, "reject_always": 3}  # ACP's option kinds
 DECIDED = {"allow_once": "Allowed once", "allow_always": "Always allowed", "reject_once": "Rejected",
            "reject_always": "Always rejected"}
 
@@ -104,12 +106,15 @@ def approval_note(approval: Mapping[str, Any], decision: Any) -> str:
 
 def approval_fields(call: Mapping[str, Any]) -> dict[str, str]:
     """The approval card of a tool call that asked a person; its options one per line as
-    "option_id<TAB>name" (the page splits them)."""
+    "option_id<TAB>name<TAB>kind" (the page splits them), the one-time allow first, the lasting
+    choices after their one-time twins (an agent may list "Always allow" first)."""
     approval = call.get("approval")
     if not isinstance(approval, Mapping) or approval.get("id") is None:
         return {}
-    options = [o for o in approval.get("options") or [] if isinstance(o, Mapping)]
-    lines = ["\t".join(" ".join(str(o.get(k) or "").split()) for k in ("option_id", "name")) for o in options[:8]]
+    options = [o for o in approval.get("options") or [] if isinstance(o, Mapping)][:8]
+    options.sort(key=lambda o: OPTION_ORDER.get(str(o.get("kind") or ""), len(OPTION_ORDER)))
+    lines = ["\t".join(" ".join(str(o.get(k) or "").split()) for k in ("option_id", "name", "kind"))
+             for o in options]
     return {"approval_id": _bounded(approval.get("id"), 20), "approval_state": str(approval.get("state") or ""),
             "approval_options": "\n".join(lines), "approval_note": approval_note(approval, call.get("decision"))}
 
@@ -166,12 +171,13 @@ def _with_text(row: dict[str, str], text: str) -> dict[str, str]:
     return {**row, "text": body, "marker": tail}
 
 
-def _row(event: Event, run: str, fires: Mapping[int, tuple[str, str]]) -> dict[str, str]:
+def _row(event: Event, run: str, fires: Mapping[int, tuple[str, str, str]]) -> dict[str, str]:
     row = _with_text({**_BLANK, "id": str(event.id), "type": event.type, "run_id": run,
                       "at": iso_utc(event.created_at)}, event.text)
     if event.type == EventType.SCHEDULED_PROMPT.value:
         row["task"], row["fire"], row["body"] = envelope_parts(event.text)
-        row["fired_at"], row["late"] = fires.get(event.run_id, ("", "")) if event.run_id else ("", "")
+        row["fired_at"], row["late"], row["forced"] = fires.get(event.run_id, ("", "", "")) if event.run_id \
+            else ("", "", "")
     elif event.type == EventType.TOOL.value:
         row.update(tool_fields(event.text))
     elif event.type == EventType.PLAN.value:
@@ -207,11 +213,12 @@ def _fold_tool(out: list[dict[str, str]], row: dict[str, str]) -> None:
 
 def merge_events(rows: list[dict[str, str]], events: Iterable[Event],
                  usage: Mapping[int, str] | None = None,
-                 fires: Mapping[int, tuple[str, str]] | None = None) -> list[dict[str, str]]:
+                 fires: Mapping[int, tuple[str, str, str]] | None = None) -> list[dict[str, str]]:
     """Append ``events`` to ``rows`` (a new list), folding as the module docstring says.
 
     ``usage`` maps a run id to its usage line ("1,234 in · 567 out"); a ``run_finished`` of such a
-    run adds a ``run_usage`` row. ``fires`` maps a fire's run id to (planned occurrence, lateness).
+    run adds a ``run_usage`` row. ``fires`` maps a fire's run id to (planned occurrence, lateness,
+    run-now words) as app/ui/times.py reads them.
     """
     out = list(rows)
     for event in events:

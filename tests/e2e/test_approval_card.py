@@ -64,6 +64,10 @@ def test_an_approval_answered_in_a_second_tab_lets_the_turn_go_on(page: Page, br
     offered = [o["option_id"] for o in pending["options"]]
     expect(card.get_by_test_id("approval-option")).to_have_count(len(offered))
     allow = next(o["option_id"] for o in pending["options"] if o["kind"] == "allow_once")
+    # the one-time Allow comes first; a lasting choice says it is one
+    expect(card.get_by_test_id("approval-option").first).to_have_attribute("data-option-id", allow)
+    lasting = card.locator("[data-testid=approval-option][data-kind$=_always]")
+    expect(lasting.first).to_contain_text("later calls too")
     _shot(page, tmp_path, "approval-card.png")
 
     other = browser.new_context(base_url=server.url)

@@ -42,6 +42,12 @@ def _chat_with_draft(server: Server, token: str, name: str) -> tuple[int, int]:
     raise AssertionError("the agent's draft never reached the inbox")
 
 
+def _approval_item(server: Server, token: str, approval_id: int) -> int:
+    """The id of the feed item that asked for this approval."""
+    items = api(server, token, "GET", "/api/inbox")["items"]
+    return next(i["id"] for i in items if i["kind"] == "approval.requested" and i["approval_id"] == approval_id)
+
+
 def _badge(page: Page, chat_id: int):
     return page.locator(f'[data-testid="chat-item"][data-chat-id="{chat_id}"] [data-testid="chat-unread"]')
 
@@ -55,12 +61,21 @@ def test_a_draft_is_armed_and_a_fire_shows_live_then_is_marked_read(page: Page, 
     page.wait_for_url("**/inbox")
     draft = page.locator(f'[data-testid="inbox-draft"][data-task-id="{task}"]')
     expect(draft).to_contain_text("inbox-standup")
-    expect(page.locator('[data-testid="inbox-item"][data-kind="draft.created"]').first).to_be_visible()
+    # what Arm would start is read before arming: the schedule and the prompt
+    expect(draft.get_by_test_id("inbox-draft-when")).to_have_text("Every hour")
+    expect(draft.get_by_test_id("inbox-draft-prompt")).to_have_text("collect the news")
+    drafted = page.locator('[data-testid="inbox-item"][data-kind="draft.created"]').first
+    expect(drafted).to_be_visible()
+    expect(drafted.get_by_test_id("inbox-item-label")).to_have_text("Draft to arm")
     page.screenshot(path=SHOTS / "inbox-draft-1280.png", full_page=True)
 
     draft.get_by_test_id("inbox-arm").click()
     expect(draft).to_have_count(0)
+    expect(page.get_by_test_id("inbox-armed")).to_contain_text("Armed “inbox-standup”: first fire in 59 min")
     assert api(server, token, "GET", f"/api/schedules/{task}")["status"] == "active"
+    # the draft's item no longer asks for anything
+    expect(drafted).to_have_attribute("data-resolved", "armed")
+    expect(drafted.get_by_test_id("inbox-item-label")).to_have_text("Draft armed")
 
     # Mark what is there read; then a fire finishes while the page is open.
     page.get_by_test_id("inbox-mark-read").click()
@@ -124,8 +139,14 @@ def test_an_approval_is_answered_from_the_inbox(page: Page, server: Server, toke
         expect(card).to_contain_text("Run: rm -rf build")
         expect(card.get_by_test_id("approval-option")).to_have_count(2)
         page.screenshot(path=SHOTS / "inbox-approval-1280.png", full_page=True)
+        asked_item = page.locator(f'[data-testid="inbox-item"][data-kind="approval.requested"]'
+                                  f'[data-item-id="{_approval_item(server, token, asked.id)}"]')
+        expect(asked_item.get_by_test_id("inbox-item-label")).to_have_text("Approval asked")
+        expect(asked_item.get_by_test_id("inbox-item-usage")).to_have_count(0)  # the turn's tokens are its fire's
         card.locator('[data-testid="approval-option"][data-option-id="yes"]').click()
         expect(card).to_have_count(0)
+        expect(asked_item).to_have_attribute("data-resolved", "allowed")
+        expect(asked_item.get_by_test_id("inbox-item-label")).to_have_text("Approval: allowed")
         answered = approvals.get(core.db, asked.id)
         assert answered is not None and (answered.state, answered.option_id, answered.decided_by) == \
             ("allowed", "yes", auth.find_user(core.db, "demo@example.com").email)

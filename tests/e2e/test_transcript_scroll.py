@@ -204,3 +204,39 @@ def test_a_reader_who_scrolled_up_stays_put_and_can_jump_back(
     long_chat.replies += 1
     assert max(s["gap"] for s in samples) <= PINNED_PX, f"after jump-to-latest the stream left the view: {samples}"
     _finish(server, token, run)
+
+
+@pytest.mark.parametrize("size", [{"width": 1440, "height": 900}, {"width": 1280, "height": 800}],
+                         ids=["1440x900", "1280x800"])
+def test_a_run_now_beside_the_open_drawer_lands_in_view(
+        browser: Browser, server, token: str, long_chat: History, size: dict, tmp_path: Path) -> None:
+    """With the Schedules drawer open beside the transcript (it narrows the column, and the rows
+    grow taller) a Run now's fire card and its reply arrive in view: the layout's own scrolls
+    never unpin the transcript, only the user's do."""
+    context = browser.new_context(base_url=server.url, viewport=size)
+    page = context.new_page()
+    try:
+        login(page)
+        _open(page, long_chat)
+        _expect_pinned(page)
+        name = f"beside {size['width']}"
+        task = _api(server, token, "POST", f"/api/chats/{long_chat.id}/schedules", {
+            "name": name, "prompt": "\n".join(f"line {i}" for i in range(6)),
+            "schedule": {"kind": "interval", "every_seconds": 3600}})
+        page.get_by_test_id("schedules-button").click()
+        row = page.get_by_test_id("schedule-row").filter(has_text=name)
+        expect(row).to_be_visible()
+        _expect_pinned(page)
+        row.get_by_test_id("schedule-run-now").click()
+        card = page.locator("[data-testid=event][data-type=scheduled_prompt]").last
+        expect(card).to_contain_text(name, timeout=20_000)
+        expect(page.locator(REPLY)).to_have_count(long_chat.replies + 1, timeout=20_000)
+        long_chat.replies += 1
+        expect(page.locator(REPLY).last).to_contain_text("line 5", timeout=20_000)
+        _expect_pinned(page)
+        expect(page.locator(REPLY).last).to_be_in_viewport()
+        expect(page.get_by_test_id("jump-to-latest")).to_be_hidden()
+        page.screenshot(path=str(tmp_path / f"run-now-beside-drawer-{size['width']}.png"))
+        _api(server, token, "DELETE", f"/api/schedules/{task['id']}")
+    finally:
+        context.close()

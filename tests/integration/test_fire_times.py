@@ -24,10 +24,10 @@ def core(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         yield core
 
 
-def _world(core: Core) -> dict[str, int]:
+def _world(core: Core, email: str = "ann@example.com") -> dict[str, int]:
     """A chat with a user's turn and two fires of one task: one 2 min late, one on time."""
     with core.db.write() as s:
-        user = User(email="ann@example.com", password_hash="x", created_at=PLANNED)
+        user = User(email=email, password_hash="x", created_at=PLANNED)
         s.add(user)
         s.flush()
         project = Project(name="P", owner_id=user.id, created_at=PLANNED)
@@ -63,10 +63,35 @@ def _world(core: Core) -> dict[str, int]:
 def test_a_fire_is_planned_at_its_occurrence_and_late_by_its_turns_start(core: Core) -> None:
     ids = _world(core)
     assert fire_starts(core.db, [ids["late"], ids["on_time"], ids["user"], 999_999]) == {
-        ids["late"]: ("2026-12-02T14:05:00Z", "2 min late"),
-        ids["on_time"]: ("2026-12-02T15:05:00Z", "on time"),
+        ids["late"]: ("2026-12-02T14:05:00Z", "2 min late", ""),
+        ids["on_time"]: ("2026-12-02T15:05:00Z", "on time", ""),
     }
     assert fire_starts(core.db, []) == {}
     events = [Event(chat_id=ids["chat"], run_id=ids["late"], type=EventType.SCHEDULED_PROMPT.value),
               Event(chat_id=ids["chat"], run_id=ids["user"], type=EventType.PROMPT.value)]
-    assert run_async(for_events(core.db, events)) == {ids["late"]: ("2026-12-02T14:05:00Z", "2 min late")}
+    assert run_async(for_events(core.db, events)) == {ids["late"]: ("2026-12-02T14:05:00Z", "2 min late", "")}
+
+
+def test_a_run_now_fire_says_who_asked_for_it_not_a_planned_time(core: Core) -> None:
+    """A run-now has no planned time to be on time for: its card names who asked (the user's run-now
+    records the user; an agent's says so)."""
+    ids = _world(core, "bob@example.com")
+    with core.db.write() as s:
+        task_id = s.get(Run, ids["late"]).task_id
+        made = {}
+        for name, trigger, by in (("user", "run_now_user", "ann@example.com"), ("agent", "run_now_agent", None),
+                                  ("nobody", "run_now_user", None)):
+            at = PLANNED + dt.timedelta(hours=len(made) + 3)
+            claim = TaskRun(task_id=task_id, occurrence_at=at, claimed_at=at, trigger=trigger, requested_by=by)
+            s.add(claim)
+            s.flush()
+            run = Run(chat_id=ids["chat"], source="schedule", status="succeeded", task_id=task_id,
+                      task_run_id=claim.id, started_at=at + dt.timedelta(minutes=5), heartbeat_at=at)
+            s.add(run)
+            s.flush()
+            made[name] = run.id
+    assert fire_starts(core.db, made.values()) == {
+        made["user"]: ("", "", "Run now by ann@example.com"),
+        made["agent"]: ("", "", "Run now by the agent"),
+        made["nobody"]: ("", "", "Run now by a user"),
+    }

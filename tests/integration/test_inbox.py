@@ -133,8 +133,19 @@ def test_drafts_errors_and_pending_approvals_are_sections(core: Core, world: dic
     assert [d["name"] for d in alice["drafts"]] == ["agent idea"] and alice["approvals"] == []
     assert [a["title"] for a in bob["approvals"]] == ["rm -rf build"] and bob["approvals"][0]["chat_title"] == "in B"
     assert {i["kind"] for i in bob["items"]} == {"draft.created", "approval.requested"}
+    # a draft's card shows what arming starts: its schedule and prompt
+    assert (alice["drafts"][0]["schedule"], alice["drafts"][0]["prompt"]) == (DAILY, "p")
+    # items say what became of what they asked for: nothing yet
+    assert {i["kind"]: i["resolved"] for i in bob["items"]} == {"draft.created": "", "approval.requested": ""}
     service.arm(Actor(world["alice"]), draft.id)
     assert inbox.inbox(core.db, world["alice"])["drafts"] == []
+    [asked] = bob["approvals"]
+    approvals.answer(core.db, core.clock.now(), world["bob"], asked["id"], "ok")
+    settled = {i["kind"]: i["resolved"] for i in inbox.inbox(core.db, world["bob"])["items"]}
+    assert settled == {"draft.created": "armed", "approval.requested": "allowed"}
+    service.delete(Actor(world["alice"]), draft.id)
+    assert [i["resolved"] for i in inbox.inbox(core.db, world["alice"])["items"]
+            if i["kind"] == "draft.created"] == ["deleted"]
 
 
 def _client(core: Core, user: User) -> tuple[TestClient, dict]:

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.agents import sandbox
+from app.agents import doctor, sandbox
 from app.agents.sandbox import probe
 from app.agents.workspace import ASSETS, ASSETS_DIR
+from app.core import agent_starts
 from app.core.config import Settings
 from app.core.models import RunSource, RunStatus
 from app.schedules.model import ScheduledTask, TaskStatus
@@ -280,14 +281,20 @@ def test_sandbox_off_runs_unfenced_and_health_says_so(settings: Settings, monkey
         assert not seen["list_workspaces"][0] and not seen["list_server_home"][0]
 
 
-def test_without_bubblewrap_a_turn_fails_saying_how_to_fix_it(fenced: Fenced, monkeypatch: pytest.MonkeyPatch,
-                                                              tmp_path: Path) -> None:
+def test_without_bubblewrap_a_turn_fails_and_only_an_admin_learns_how_to_fix_it(
+        fenced: Fenced, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(probe, "HOST_PATH", str(tmp_path))  # a search path without bwrap
     monkeypatch.setattr(probe, "_known", {})
     result = fenced.finished(fenced.start("probe", probe_args(fenced)))
-    assert (result.status, result.error) == (RunStatus.FAILED, probe.NOT_INSTALLED)
-    assert "apt-get install bubblewrap" in result.error and "CHATCRON_AGENT_SANDBOX=off" in result.error
-    assert health(fenced)["agent_sandbox_problem"] == probe.NOT_INSTALLED
+    assert (result.status, result.error) == (RunStatus.FAILED, agent_starts.USER_MESSAGE)
+    public = health(fenced)  # no auth: says agents are not ok, never the fix
+    assert public["agents"]["ok"] is False and public["agents"]["count"] == 2
+    assert "agent_sandbox_problem" not in public and "bubblewrap" not in json.dumps(public)
+    admin = doctor.health(fenced.core.settings, fenced.core.db, fenced.core.clock.now(), admin=True)
+    assert admin["agent_sandbox_problem"] == probe.NOT_INSTALLED
+    sandbox_now, recorded = admin["agents"]["problems"]  # live probe first, then what the turn met
+    assert (sandbox_now["scope"], recorded["scope"], recorded["project_id"]) == ("sandbox", "project", fenced.project)
+    assert "apt-get install bubblewrap" in recorded["detail"] and "CHATCRON_AGENT_SANDBOX=off" in recorded["detail"]
     assert not (fenced.workspace / "agent-was-here.txt").exists()
 
 

@@ -293,6 +293,7 @@ def test_run_now_on_a_paused_task_fires_once_and_it_stays_paused(rig: Rig) -> No
     rig.tick()
     [row] = rig.task_runs(task_id)
     assert (row.status, row.trigger, row.occurrence_at) == ("succeeded", "run_now_user", at(10))
+    assert row.requested_by == rig.alice.email  # the fire card says "Run now by <who>"
     task = rig.task(task_id)
     assert (task.status, task.next_run_at, task.pending_run, task.run_count) == ("paused", at(3600), False, 1)
     rig.move_to(20)

@@ -66,12 +66,14 @@ def test_a_tool_card_keeps_the_time_its_call_began() -> None:
 def test_a_fire_row_says_when_it_was_planned_and_how_late_it_started() -> None:
     text = envelope.build("standup", "collect the news", 1, 1)
     started = PLANNED + dt.timedelta(minutes=2)
-    fires = {4: ("2026-12-02T14:05:00Z", "2 min late")}
+    fires = {4: ("2026-12-02T14:05:00Z", "2 min late", ""), 6: ("", "", "Run now by ann@example.com")}
     [row] = merge_events([], [_event(9, EventType.SCHEDULED_PROMPT, text, started, run=4)], fires=fires)
     assert (row["task"], row["at"], row["fired_at"], row["late"]) == (
         "standup", "2026-12-02T14:07:00Z", "2026-12-02T14:05:00Z", "2 min late")
     [unknown] = merge_events([], [_event(10, EventType.SCHEDULED_PROMPT, text, started, run=5)], fires=fires)
     assert (unknown["fired_at"], unknown["late"]) == ("", "")  # a task deleted since: its claim is gone
+    [forced] = merge_events([], [_event(11, EventType.SCHEDULED_PROMPT, text, started, run=6)], fires=fires)
+    assert (forced["fired_at"], forced["late"], forced["forced"]) == ("", "", "Run now by ann@example.com")
 
 
 @pytest.mark.parametrize(("email", "password", "message"), [

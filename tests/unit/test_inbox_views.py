@@ -33,6 +33,19 @@ def test_a_feed_item_says_what_happened(changes: dict, label: str, line: str) ->
 def test_a_feed_item_shows_its_usage_as_one_line() -> None:
     assert views.feed_item(_item()).usage == "1,200 in · 30 out · $0.0123"
     assert views.feed_item(_item(usage=None)).usage == ""
+    # an approval asked mid-turn (or a draft) is not the turn: its tokens show on the fire's item only
+    assert views.feed_item(_item(kind="approval.requested")).usage == ""
+    assert views.feed_item(_item(kind="draft.created")).usage == ""
+
+
+@pytest.mark.parametrize(("kind", "resolved", "label"), [
+    ("draft.created", "", "Draft to arm"), ("draft.created", "armed", "Draft armed"),
+    ("draft.created", "deleted", "Draft deleted"), ("approval.requested", "", "Approval asked"),
+    ("approval.requested", "allowed", "Approval: allowed"), ("approval.requested", "expired", "Approval expired"),
+])
+def test_a_settled_draft_or_approval_says_so(kind: str, resolved: str, label: str) -> None:
+    item = views.feed_item(_item(kind=kind, resolved=resolved))
+    assert (item.label, item.resolved) == (label, resolved)
 
 
 @pytest.mark.parametrize(("before", "limit", "field"), [

@@ -180,7 +180,9 @@ def approval(state: str, timeout: int = 900) -> dict[str, object]:
 def test_a_call_awaiting_approval_has_a_card_with_the_agents_options() -> None:
     [row] = merge_events([], [tool("t", "awaiting_approval", input="touch x", approval=approval("pending"))])
     assert (row["approval_id"], row["approval_state"], row["approval_note"]) == ("12", "pending", "")
-    assert row["approval_options"].split("\n") == ["allow_always\tAlways Allow", "allow\tAllow", "reject\tReject"]
+    # the one-time allow first, whatever order the agent listed them in; each line says its kind
+    assert row["approval_options"].split("\n") == [
+        "allow\tAllow\tallow_once", "allow_always\tAlways Allow\tallow_always", "reject\tReject\treject_once"]
     assert row["status_label"] == "awaiting approval" and row["input"] == "touch x"
 
 

@@ -120,7 +120,19 @@ def fields(**changes: str) -> FormFields:
 def test_a_once_time_is_wall_time_in_the_chosen_zone() -> None:
     body = schedule_form.body_of(fields(kind="once", at="2026-03-29T02:30", timezone="America/New_York"))
     assert body["schedule"] == {"kind": "once", "at": "2026-03-29T06:30:00Z"}
-    assert body["max_runs"] is None
+    assert "max_runs" not in body  # a once task fires once: the form sends no limit
+    typed = schedule_form.body_of(fields(kind="once", at="2026-03-29T02:30", timezone="UTC", max_runs="5"))
+    assert "max_runs" not in typed  # typed before the kind was switched to once: not sent either
+    assert schedule_form.body_of(fields(kind="interval", every="10", max_runs="5"))["max_runs"] == 5
+
+
+def test_a_zone_named_by_its_abbreviation_is_not_said_twice() -> None:
+    at = dt.datetime(2026, 12, 3, 9, 23, tzinfo=dt.UTC)
+    assert schedule_views.absolute(at, schedule_views.zone_of("UTC")) == "Thu 3 Dec 2026, 09:23:00 UTC"
+    assert schedule_views.describe({"kind": "once", "at": "2026-12-03T09:23:00Z"}, schedule_views.zone_of("UTC")) \
+        == "Once, Thu 3 Dec 2026, 09:23:00 UTC"
+    assert schedule_views.absolute(at, schedule_views.zone_of("Europe/Paris")) \
+        == "Thu 3 Dec 2026, 10:23:00 CET (Europe/Paris)"
 
 
 @pytest.mark.parametrize(("changes", "field"), [

@@ -40,7 +40,7 @@ from app.agents.sandbox.dirs import hand_over_written, switches_uid
 from app.agents.workspace import agent_home, agent_token_file, loose_agent_dirs
 from app.core.config import Settings
 from app.core.models import EventType
-from app.core.ports import Emit, ProviderError, TurnRequest, TurnStream, stream_of
+from app.core.ports import AgentStartError, Emit, ProviderError, TurnRequest, TurnStream, stream_of
 
 
 class AcpProvider:
@@ -65,7 +65,7 @@ class AcpProvider:
             try:
                 env.update(self.config.preset.env(self.config.install_dir, home, self.config.options))
             except RuntimeError as exc:  # e.g. the native binary is missing
-                raise ProviderError(str(exc)) from None
+                raise AgentStartError(str(exc)) from None
         if token_file is not None:
             env["SCHEDULE_API_URL"] = self.settings.api_url
             env["SCHEDULE_API_TOKEN_FILE"] = str(token_file)

@@ -27,7 +27,7 @@ from app.agents.egress.policy import Policy
 from app.agents.providers.acp_client import AgentClient, quiet_sdk_usage_errors
 from app.agents.sandbox import Launch
 from app.core.config import Settings
-from app.core.ports import ProviderError
+from app.core.ports import AgentStartError, ProviderError
 
 log = logging.getLogger("chatcron.acp")
 STDERR_TAIL_BYTES = 4096
@@ -80,7 +80,7 @@ class WarmAgent:
                 limit=LINE_LIMIT, preexec_fn=launch.preexec_fn, pass_fds=launch.pass_fds)
         except OSError as exc:
             launch.end()
-            raise ProviderError(f"the agent could not start: {launch.argv[0]}: {exc.strerror or exc}") from None
+            raise AgentStartError(f"the agent could not start: {launch.argv[0]}: {exc.strerror or exc}") from None
         finally:
             launch.close()  # the sandbox's fds (environment, passwd) are the child's now
         conn = ClientSideConnection(client, proc.stdin, proc.stdout, observers=[client.observe])
@@ -94,6 +94,9 @@ class WarmAgent:
                 client_capabilities=ClientCapabilities(
                     fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False),
                 client_info=Implementation(name="chatcron", title="chatcron", version="2")), INITIALIZE_SECONDS)
+        except (ProviderError, acp.RequestError) as exc:  # it never became an agent: the administrator's to fix
+            await agent.kill()
+            raise AgentStartError(f"the agent did not complete the ACP handshake (initialize): {exc}") from None
         except BaseException:
             await agent.kill()
             raise

@@ -23,7 +23,8 @@ Sandboxed, the group is the sandbox's outer bwrap: killing it takes the whole PI
 it (``--die-with-parent``), escaped grandchildren included.
 
 Exit status 0 is success; anything else fails the turn with ``command exited with N: <stderr tail>``,
-naming the sandbox limit the command most likely hit.
+naming the sandbox limit the command most likely hit. A command that could not start at all (its
+program missing, its sandbox not built) is an AgentStartError: its detail is the administrator's.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import IO
 from app.agents import egress, sandbox
 from app.agents.workspace import agent_home
 from app.core.config import Settings
-from app.core.ports import Emit, ProviderError, TurnRequest, stream_of
+from app.core.ports import AgentStartError, Emit, ProviderError, TurnRequest, stream_of
 
 MAX_LINE_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4096
@@ -111,7 +112,7 @@ class _Child:
                 bufsize=0, start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE)
         except OSError as exc:
-            raise ProviderError(f"command could not start: {program}: {exc.strerror or exc}") from None
+            raise AgentStartError(f"command could not start: {program}: {exc.strerror or exc}") from None
         self._tail = bytearray()
         self._stderr = threading.Thread(target=self._collect_stderr, name="command-stderr", daemon=True)
         self._stderr.start()
@@ -229,8 +230,9 @@ class CommandProvider:
             finally:
                 launch.end()
         if code != 0:
-            raise ProviderError(sandbox.explain_exit(self.settings, code, child.stderr_tail(),
-                                                     sandboxed=child.sandboxed))
+            tail = child.stderr_tail()
+            failed = AgentStartError if sandbox.start_failure(code, tail, sandboxed=child.sandboxed) else ProviderError
+            raise failed(sandbox.explain_exit(self.settings, code, tail, sandboxed=child.sandboxed))
 
     def _pump(self, child: _Child, emit: Emit, cancel: threading.Event) -> None:
         """Emit stdout lines until EOF, then wait for the command; raises ProviderError on cancel."""

@@ -41,11 +41,11 @@ from app.agents.sandbox.dirs import (
     scratch,
     switches_uid,
 )
-from app.agents.sandbox.exits import explain_exit
+from app.agents.sandbox.exits import explain_exit, start_failure
 from app.core.config import Settings
 
 __all__ = ["Launch", "SandboxError", "explain_exit", "hand_over", "hand_over_written", "health", "log_mode", "prepare",
-           "prepare_data_dir", "scratch"]
+           "prepare_data_dir", "problem", "scratch", "start_failure"]
 
 log = logging.getLogger("chatcron.sandbox")
 BASE_ENV = {"LANG": "C.UTF-8", "TERM": "dumb"}
@@ -241,19 +241,19 @@ def describe_network(settings: Settings) -> str:
 
 
 def health(settings: Settings) -> dict[str, str]:
-    """``agent_sandbox`` for /api/health: ``bwrap`` or ``off``; a sandbox that cannot run adds
-    ``agent_sandbox_problem`` (agent turns fail with that text); ``agent_network``: ``proxy`` or
-    ``host``."""
-    out = {"agent_sandbox": settings.agent_sandbox, "agent_network": network(settings)}
-    if settings.agent_sandbox == "bwrap":
-        found = probe.problem(settings)
-        if found is not None:
-            out["agent_sandbox_problem"] = found
-    return out
+    """``agent_sandbox`` for /api/health: ``bwrap`` or ``off``; ``agent_network``: ``proxy`` or
+    ``host``. Whether the sandbox can run is :func:`problem`'s (app.agents.doctor reports it)."""
+    return {"agent_sandbox": settings.agent_sandbox, "agent_network": network(settings)}
+
+
+def problem(settings: Settings) -> str | None:
+    """None when agents can be sandboxed here as configured (or the sandbox is off), else what is
+    wrong and how to fix it — for an administrator (agent turns fail with it as their detail)."""
+    return probe.problem(settings) if settings.agent_sandbox == "bwrap" else None
 
 
 def log_mode(settings: Settings) -> None:
-    """Said at every start of a process: ``off`` loudly, and a sandbox that cannot reach its data dir."""
+    """Said at every start of a process: ``off`` loudly, the server's uid kept, the host's network."""
     pid = os.getpid()
     if settings.agent_sandbox == "off":
         log.warning("action=agent_sandbox_off pid=%s detail=agents run unfenced, as the server's uid, "

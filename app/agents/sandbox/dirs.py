@@ -21,13 +21,14 @@ from sqlalchemy.engine import make_url
 
 from app.core.config import Settings
 from app.core.db import is_sqlite, normalize_url
-from app.core.ports import ProviderError
+from app.core.ports import AgentStartError
 
 SCRATCH_PREFIX = "chatcron-turn-"
 
 
-class SandboxError(ProviderError):
-    """The agent sandbox cannot run this turn; the message says how to fix it."""
+class SandboxError(AgentStartError):
+    """The agent sandbox cannot run this turn; the message says how to fix it (to an administrator:
+    the user sees that the agent could not start)."""
 
 
 def switches_uid(settings: Settings) -> bool:

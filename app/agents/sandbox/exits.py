@@ -49,16 +49,26 @@ def limit_hint(settings: Settings, code: int, stderr_tail: str) -> str | None:
     return None
 
 
+def start_failure(code: int, stderr_tail: str, *, sandboxed: bool) -> str | None:
+    """What kept a sandboxed command from starting — bwrap could not build its sandbox or find its
+    program (bwrap's own last line, exit status 1) — or None when it did start."""
+    if not sandboxed or code != 1:
+        return None
+    lines = stderr_tail.strip().splitlines()
+    last = lines[-1] if lines else ""
+    missing = _BWRAP_EXEC.match(last)
+    if missing:
+        return f"command could not start: {missing.group(1)}"
+    if last.startswith("bwrap: "):
+        return f"the agent sandbox could not start: {last}"
+    return None
+
+
 def explain_exit(settings: Settings, code: int, stderr_tail: str, *, sandboxed: bool) -> str:
     """The error of a command that exited with ``code`` (non-zero)."""
-    if sandboxed and code == 1:
-        lines = stderr_tail.strip().splitlines()
-        last = lines[-1] if lines else ""
-        missing = _BWRAP_EXEC.match(last)
-        if missing:
-            return f"command could not start: {missing.group(1)}"
-        if last.startswith("bwrap: "):
-            return f"the agent sandbox could not start: {last}"
+    failed_start = start_failure(code, stderr_tail, sandboxed=sandboxed)
+    if failed_start is not None:
+        return failed_start
     what = _status(code, sandboxed)
     hint = limit_hint(settings, code, stderr_tail) if sandboxed else None
     if hint:

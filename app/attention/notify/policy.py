@@ -24,7 +24,8 @@ ERROR_MAX = 500  # characters of an attempt's error kept in last_error
 _TITLES = {AttentionKind.FIRE_FINISHED.value: "Fire finished", AttentionKind.FIRE_FAILED.value: "Fire failed",
            AttentionKind.TASK_ERROR.value: "Task stopped with an error",
            AttentionKind.DRAFT_CREATED.value: "Draft waiting to be armed",
-           AttentionKind.APPROVAL_REQUESTED.value: "Approval requested", TEST_KIND: "Test notification"}
+           AttentionKind.APPROVAL_REQUESTED.value: "Approval requested",
+           AttentionKind.AGENT_START_FAILED.value: "The agent could not start", TEST_KIND: "Test notification"}
 
 
 @dataclasses.dataclass(frozen=True)

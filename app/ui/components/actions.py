@@ -76,18 +76,32 @@ def _rename_dialog() -> rx.Component:
     )
 
 
+def agent_badge() -> rx.Component:
+    """`chat-agent-badge`: which agent answers in this chat (SPEC §18); its tooltip says more."""
+    return rx.tooltip(
+        rx.badge(rx.icon("bot", size=12, flex_shrink="0"),
+                 rx.text(ChatState.agent_label, as_="span", overflow="hidden", text_overflow="ellipsis",
+                         white_space="nowrap", min_width="0"),
+                 color_scheme=rx.match(ChatState.agent_kind, ("demo", "gray"), ("unset", "red"), "indigo"),
+                 variant="soft", size="1", radius="full", min_width="min(7em, 40%)", max_width="min(16em, 45%)",
+                 flex_shrink="1", tab_index=0, aria_label=ChatState.agent_about,
+                 custom_attrs={"data-testid": "chat-agent-badge", "data-kind": ChatState.agent_kind}),
+        content=ChatState.agent_about,
+    )
+
+
 def chat_title() -> rx.Component:
-    """The chat's title with its `chat-rename` control (a small dialog: the name, errors inline, Save)."""
+    """The chat's title with its `chat-rename` control (a small dialog: the name, errors inline, Save)
+    and the badge of the agent that answers."""
     return rx.dialog.root(
         rx.hstack(
-            rx.heading(ChatState.title, size="4", trim="both", title=ChatState.title, min_width="0",
-                       class_name="cc-chat-title",
-                       overflow="hidden", text_overflow="ellipsis", white_space="nowrap",
-                       custom_attrs={"data-testid": "chat-title"}),
+            rx.heading(ChatState.title, size="4", title=ChatState.title, min_width="0",
+                       class_name="cc-chat-title", custom_attrs={"data-testid": "chat-title"}),
             rx.dialog.trigger(
                 rx.icon_button(rx.icon("pencil", size=14), size="1", variant="ghost", aria_label="Rename chat",
                                title="Rename chat", flex_shrink="0", custom_attrs={"data-testid": "chat-rename"}),
             ),
+            rx.cond(ChatState.agent_label != "", agent_badge()),
             align="center", spacing="2", min_width="6em", flex="1",
         ),
         _rename_dialog(),

@@ -1,8 +1,10 @@
 """What an empty chat says (``empty-chat-help``): what to type, and how to get a first schedule.
 
-The directives are those of the demo agent (app/agents/providers/demo.py), the provider of a fresh
-install; a real agent ignores them and simply answers. The schedule part shows in project chats
-only, the ones with a Schedules button.
+It describes the chat's own agent (app/agents/identity.py): the demo agent's directives
+(app/agents/providers/demo.py) for the demo, the provider of a fresh install; what a real agent
+does (answers, tool cards, approvals) for any other; what is missing when the project's settings
+name no usable agent. The schedule part shows in project chats only, the ones with a Schedules
+button.
 """
 
 from __future__ import annotations
@@ -38,16 +40,37 @@ def _first_schedule() -> rx.Component:
     )
 
 
+def _demo() -> rx.Component:
+    return rx.fragment(
+        rx.text("Type a message below and press Enter. The demo agent also obeys these lines in a message:",
+                size="2", margin_top="0.4em"),
+        rx.el.ul(*[_directive(line, meaning) for line, meaning in DIRECTIVES],
+                 padding_left="1.2em", margin="0.5em 0 0", custom_attrs={"data-testid": "empty-chat-directives"}),
+    )
+
+
+def _agent() -> rx.Component:
+    return rx.text(
+        "Type a message below and press Enter: ", rx.el.strong(ChatState.agent_label),
+        " answers in this chat. What it does — reading files, running commands — shows as cards you can open;"
+        " when it asks before acting, an approval card waits for your answer.",
+        size="2", margin_top="0.4em",
+    )
+
+
+def _unset() -> rx.Component:
+    return rx.text("This project has no usable agent yet, so a message would fail. "
+                   "An administrator sets one (see the README's agents section).",
+                   size="2", margin_top="0.4em", color="var(--red-11)")
+
+
 def empty_chat_help() -> rx.Component:
     return rx.box(
         rx.hstack(rx.icon("message-circle", size=18, color="var(--accent-11)"),
                   rx.heading("This chat is empty", size="3", as_="h2"), align="center", spacing="2"),
-        rx.text("Type a message below and press Enter. The demo agent also obeys these lines in a message:",
-                size="2", margin_top="0.4em"),
-        rx.el.ul(*[_directive(line, meaning) for line, meaning in DIRECTIVES],
-                 padding_left="1.2em", margin="0.5em 0 0"),
+        rx.match(ChatState.agent_kind, ("demo", _demo()), ("unset", _unset()), _agent()),
         rx.cond(ChatState.project_chat, _first_schedule()),
         align_self="center", width="min(100%, 40em)", padding="1em 1.2em", border_radius="12px",
         border="1px dashed var(--gray-6)", background="var(--gray-a2)",
-        custom_attrs={"data-testid": "empty-chat-help"},
+        custom_attrs={"data-testid": "empty-chat-help", "data-kind": ChatState.agent_kind},
     )

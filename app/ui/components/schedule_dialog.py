@@ -147,8 +147,9 @@ def _options() -> rx.Component:
         _field("Session", _select("session", "schedule-form-session",
                                   [("resume", "Continue chat"), ("fresh", "Fresh session")]),
                "schedule-session"),
-        _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
-                                  placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit"),
+        rx.cond(F.kind != "once",  # a once task fires once: a limit means nothing (the form sends none)
+                _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
+                                          placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit")),
         _field("Notify me", _select("notify", "schedule-form-notify",
                                     [("failures", "On failures"), ("always", "Every fire"), ("never", "Never")]),
                "schedule-notify"),

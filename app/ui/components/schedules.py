@@ -117,7 +117,8 @@ def _stats(row: TaskRow) -> rx.Component:
                       rx.badge(row.last_status, color_scheme=row.last_color, variant="soft", size="1")),
               testid="schedule-last-run", title=row.last_abs),
         _stat("Runs", rx.text(row.runs, size="2"), testid="schedule-run-count"),
-        grid_template_columns="repeat(auto-fit, minmax(7.5em, 1fr))", spacing="3", width="100%",
+        # the next run ("in 59 min · Thu 09:23") gets the widest column, so it keeps to one line at 1280
+        grid_template_columns="minmax(0, 1.7fr) minmax(0, 1.2fr) minmax(0, 0.7fr)", spacing="3", width="100%",
     )
 
 
@@ -211,7 +212,9 @@ def _row(row: TaskRow) -> rx.Component:
                          custom_attrs=_tid("schedule-status")),
                 align="center", width="100%", spacing="2", flex_wrap="wrap",
             ),
-            rx.hstack(rx.icon("repeat", size=13, color="var(--gray-10)", flex_shrink="0"),
+            rx.hstack(rx.cond(row.kind == "once",
+                              rx.icon("calendar-clock", size=13, color="var(--gray-10)", flex_shrink="0"),
+                              rx.icon("repeat", size=13, color="var(--gray-10)", flex_shrink="0")),
                       rx.text(row.description, size="2", color_scheme="gray", custom_attrs=_tid("schedule-when")),
                       spacing="1", align="center"),
             _stats(row),

@@ -26,7 +26,8 @@ _MONO = {"font_family": "var(--code-font-family)", "font_size": "var(--font-size
          "padding": "0.5em 0.7em", "border_radius": "6px", "background": "var(--gray-a3)", "overflow": "auto",
          "white_space": "pre", "max_width": "100%"}
 # A flex summary loses the browser's marker: a chevron of our own turns when the details open.
-_SUMMARY = {"cursor": "pointer", "display": "flex", "flex_wrap": "wrap", "align_items": "center", "gap": "0.4em",
+# One line: a long title ends in an ellipsis (the body holds it whole), the time keeps its place.
+_SUMMARY = {"cursor": "pointer", "display": "flex", "flex_wrap": "nowrap", "align_items": "center", "gap": "0.4em",
             "padding": "0.45em 0.7em", "font_size": "var(--font-size-2)", "color": "var(--gray-12)",
             "list_style": "none",
             "&::-webkit-details-marker": {"display": "none"}}
@@ -53,12 +54,15 @@ def _corner(row: dict) -> rx.Component:
 
 
 def _fire_start(row: dict) -> rx.Component:
-    """"Planned 14:05 · started 14:07 · 2 min late" (only the start when the fire's claim is gone)."""
+    """"Planned 14:05 · started 14:07 · 2 min late"; "Run now by ann@example.com · started 14:07" for a
+    run-now (it had no planned time); only the start when the fire's claim is gone."""
     planned = rx.fragment(rx.text("Planned "), moment(row["fired_at"], "fire-at", color="inherit"),
                           rx.text(" · started "))
+    forced = rx.fragment(rx.text(row["forced"], custom_attrs={"data-testid": "fire-run-now"}),
+                         rx.text(" · started "))
     return rx.hstack(
         rx.icon("clock", size=12, flex_shrink="0"),
-        rx.cond(row["fired_at"] != "", planned, rx.text("Started ")),
+        rx.cond(row["forced"] != "", forced, rx.cond(row["fired_at"] != "", planned, rx.text("Started "))),
         moment(row["at"], color="inherit"),
         rx.cond(row["late"] != "", rx.fragment(
             rx.text(" · "), rx.text(row["late"], custom_attrs={"data-testid": "fire-lateness"}))),
@@ -131,7 +135,8 @@ def _folded(row: dict, testid: str, summary: rx.Component, *body: rx.Component, 
 
 
 def _kind_icon(kind: rx.Var) -> rx.Component:
-    return rx.match(kind, *[(name, rx.icon(icon, size=14)) for name, icon in KIND_ICONS], rx.icon("wrench", size=14))
+    return rx.match(kind, *[(name, rx.icon(icon, size=14, flex_shrink="0")) for name, icon in KIND_ICONS],
+                    rx.icon("wrench", size=14, flex_shrink="0"))
 
 
 def _section(label: str, text: rx.Var, testid: str, **style: object) -> rx.Component:
@@ -142,18 +147,25 @@ def _section(label: str, text: rx.Var, testid: str, **style: object) -> rx.Compo
     ))
 
 
+TITLE_SHOWN_WHOLE = 60  # characters: a longer tool title is also written out, wrapped, in the card's body
+
+
 def _tool(row: dict) -> rx.Component:
+    title = row["title"].to(str)
     summary = rx.hstack(
         _kind_icon(row["kind"]),
-        rx.text(row["title"], size="2", weight="medium", overflow_wrap="anywhere",
-                custom_attrs={"data-testid": "tool-title"}),
+        rx.text(title, size="2", weight="medium", title=title, overflow="hidden", text_overflow="ellipsis",
+                white_space="nowrap", min_width="0", flex="0 1 auto", custom_attrs={"data-testid": "tool-title"}),
         rx.badge(row["status_label"], color_scheme=rx.match(row["status"], *STATUS_COLORS, "gray"),
-                 variant="soft", size="1", custom_attrs={"data-testid": "tool-status"}),
-        align="center", spacing="2", flex_wrap="wrap", min_width="0",
+                 variant="soft", size="1", flex_shrink="0", custom_attrs={"data-testid": "tool-status"}),
+        align="center", spacing="2", flex_wrap="nowrap", min_width="0", flex="1 1 auto", overflow="hidden",
     )
     return _folded(
         row, "tool-card", summary,
-        _section("Input", row["input"], "tool-input"),
+        rx.cond(title.length() > TITLE_SHOWN_WHOLE,
+                rx.text(title, size="2", white_space="pre-wrap", overflow_wrap="anywhere",
+                        custom_attrs={"data-testid": "tool-title-full"})),
+        _section("Input", row["input"], "tool-input", white_space="pre-wrap", overflow_wrap="anywhere"),
         _section("Output", row["output"], "tool-output", max_height=OUTPUT_MAX_HEIGHT),
         rx.cond(row["decision"] != "", rx.hstack(
             rx.icon("shield-check", size=13, color="var(--gray-10)"),
@@ -165,9 +177,22 @@ def _tool(row: dict) -> rx.Component:
 
 
 def _approval_option(line: rx.Var, approval_id: rx.Var) -> rx.Component:
+    """One of the agent's options: the one-time allow stands out; a lasting choice ("always") says it
+    applies to later calls too."""
     parts = line.to(str).split("\t")
-    return rx.button(parts[1], size="2", variant="surface", on_click=ChatState.answer_approval(approval_id, parts[0]),
-                     custom_attrs={"data-testid": "approval-option", "data-option-id": parts[0]})
+    kind = parts[2]
+    lasting = kind.to(str).endswith("_always")
+    return rx.button(
+        rx.cond(lasting, rx.icon("repeat", size=13)), parts[1],
+        rx.cond(lasting, rx.text("· later calls too", as_="span", size="1", weight="regular", opacity="0.8")),
+        size="2",
+        variant=rx.match(kind, ("allow_once", "solid"), ("reject_once", "soft"), "outline"),
+        color_scheme=rx.match(kind, ("allow_once", "grass"), ("allow_always", "grass"), ("reject_once", "red"),
+                              ("reject_always", "red"), "gray"),
+        title=rx.cond(lasting, "A lasting choice: the agent will not ask again for such calls", "This call only"),
+        on_click=ChatState.answer_approval(approval_id, parts[0]),
+        custom_attrs={"data-testid": "approval-option", "data-option-id": parts[0], "data-kind": kind},
+    )
 
 
 def _approval(row: dict) -> rx.Component:
@@ -201,8 +226,10 @@ def _thought(row: dict) -> rx.Component:
 
 
 def _plan(row: dict) -> rx.Component:
-    summary = rx.hstack(rx.icon("list-checks", size=14, color="var(--gray-10)"),
-                        rx.text(row["title"], size="2", color_scheme="gray"), align="center", spacing="2")
+    summary = rx.hstack(rx.icon("list-checks", size=14, color="var(--gray-10)", flex_shrink="0"),
+                        rx.text(row["title"], size="2", color_scheme="gray", overflow="hidden",
+                                text_overflow="ellipsis", white_space="nowrap", min_width="0"),
+                        align="center", spacing="2", min_width="0", overflow="hidden")
     body = rx.text(row["body"], white_space="pre-wrap", size="2", overflow_wrap="anywhere")
     return _folded(row, "plan", summary, body)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from app.ui.components.layout import frame
+from app.ui.components.layout import frame, sidebar_toggle
 from app.ui.components.transcript import moment
 from app.ui.inbox import ApprovalCard, FeedItem, Option, TaskCard
 from app.ui.state.attention import AttentionState
@@ -43,12 +43,22 @@ def _approval(card: ApprovalCard) -> rx.Component:
 
 
 def _draft(card: TaskCard) -> rx.Component:
-    return rx.hstack(
-        rx.vstack(rx.text(card.name, weight="bold", size="2"), _chat_link(card.chat_id, card.chat_title),
-                  spacing="0", min_width="0"),
-        rx.spacer(),
-        rx.button("Arm", size="1", on_click=InboxState.arm(card.id), custom_attrs={"data-testid": "inbox-arm"}),
-        align="center", style=_CARD, custom_attrs={"data-testid": "inbox-draft", "data-task-id": card.id},
+    """What arming would start: the schedule and the prompt, read before Arm."""
+    return rx.vstack(
+        rx.hstack(
+            rx.vstack(rx.text(card.name, weight="bold", size="2"), _chat_link(card.chat_id, card.chat_title),
+                      spacing="0", min_width="0"),
+            rx.spacer(),
+            rx.button("Arm", size="1", on_click=InboxState.arm(card.id), custom_attrs={"data-testid": "inbox-arm"}),
+            align="center", width="100%",
+        ),
+        rx.hstack(rx.icon("calendar-clock", size=13, color="var(--gray-10)", flex_shrink="0"),
+                  rx.text(card.when, size="2", color_scheme="gray", custom_attrs={"data-testid": "inbox-draft-when"}),
+                  align="center", spacing="1"),
+        rx.text(card.prompt, size="2", white_space="pre-wrap", overflow_wrap="anywhere", padding="0.4em 0.6em",
+                background="var(--gray-a2)", border_radius="6px", width="100%", max_height="8em", overflow_y="auto",
+                custom_attrs={"data-testid": "inbox-draft-prompt"}),
+        spacing="2", style=_CARD, custom_attrs={"data-testid": "inbox-draft", "data-task-id": card.id},
     )
 
 
@@ -67,9 +77,11 @@ def _item(item: FeedItem) -> rx.Component:
             rx.cond(item.unread, rx.box(width="8px", height="8px", border_radius="50%",
                                         background="var(--accent-9)", flex_shrink="0",
                                         custom_attrs={"aria-label": "unread"})),
-            rx.badge(item.label, size="1", variant="soft",
+            rx.badge(item.label, size="1", variant=rx.cond(item.resolved != "", "outline", "soft"),
                      color_scheme=rx.cond(item.kind == "fire.finished", "green",
-                                          rx.cond(item.kind == "fire.failed", "red", "gray"))),
+                                          rx.cond((item.kind == "fire.failed") | (item.kind == "agent.start_failed"),
+                                                  "red", rx.cond(item.resolved != "", "gray", "amber"))),
+                     custom_attrs={"data-testid": "inbox-item-label"}),
             rx.cond(item.task_name != "", rx.text(item.task_name, weight="bold", size="2")),
             _chat_link(item.chat_id, item.chat_title),
             rx.spacer(),
@@ -82,12 +94,14 @@ def _item(item: FeedItem) -> rx.Component:
         spacing="1", style=_CARD,
         background=rx.cond(item.unread, "var(--accent-2)", "transparent"),
         custom_attrs={"data-testid": "inbox-item", "data-kind": item.kind, "data-item-id": item.id,
-                      "data-unread": rx.cond(item.unread, "true", "false"), "data-outcome": item.outcome},
+                      "data-unread": rx.cond(item.unread, "true", "false"), "data-outcome": item.outcome,
+                      "data-resolved": item.resolved},
     )
 
 
 def _header() -> rx.Component:
     return rx.hstack(
+        sidebar_toggle(),
         rx.heading("Inbox", size="5"),
         rx.badge(AttentionState.inbox_unread, " unread", variant="soft", custom_attrs={"data-testid": "inbox-unread"}),
         rx.spacer(),
@@ -124,6 +138,9 @@ def inbox_page() -> rx.Component:
                 _header(),
                 rx.cond(InboxState.notice != "", rx.callout(InboxState.notice, color_scheme="amber", size="1",
                                                              custom_attrs={"data-testid": "inbox-notice"})),
+                rx.cond(InboxState.armed != "", rx.callout(InboxState.armed, icon="circle-check", color_scheme="grass",
+                                                            size="1", role="status",
+                                                            custom_attrs={"data-testid": "inbox-armed"})),
                 _section("Waiting for your answer", InboxState.approvals.length(),
                          rx.foreach(InboxState.approvals, _approval)),
                 _section("Drafts to arm", InboxState.drafts.length(), rx.foreach(InboxState.drafts, _draft)),
@@ -132,7 +149,8 @@ def inbox_page() -> rx.Component:
                 spacing="4", max_width="48em", margin_x="auto", width="100%",
             ),
             padding="1em", overflow_y="auto", height="100%", custom_attrs={"data-testid": "inbox"},
-        )
+        ),
+        page_has_toggle=True,  # its header holds the phone's sidebar toggle (no empty bar above it)
     )
 
 

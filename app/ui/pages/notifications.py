@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from app.ui.components.layout import frame
+from app.ui.components.layout import frame, sidebar_toggle
 from app.ui.components.transcript import moment
 from app.ui.state.attention import AttentionState
 from app.ui.state.nav import NavState
@@ -46,7 +46,8 @@ def _add_forms() -> rx.Component:
         NotificationsState.email_enabled,
         _add_form("Email", "address", "email", "you@example.com", "Email address", "Add email", "email",
                   NotificationsState.add_email),
-        rx.text("Email is not configured on this server (CHATCRON_SMTP_URL).", size="2", color_scheme="gray"),
+        rx.text("Email is not set up on this server: ask its administrator.", size="2", color_scheme="gray",
+                custom_attrs={"data-testid": "email-unavailable"}),
     )
     return rx.flex(rx.card(webhook, flex="1", min_width="260px"), rx.card(email, flex="1", min_width="260px"),
                    gap="0.75em", wrap="wrap", width="100%")
@@ -121,7 +122,7 @@ def _channel(row: ChannelRow) -> rx.Component:
 def notifications_page() -> rx.Component:
     return frame(
         rx.vstack(
-            rx.hstack(rx.heading("Notifications", size="5"), rx.spacer(),
+            rx.hstack(sidebar_toggle(), rx.heading("Notifications", size="5"), rx.spacer(),
                       rx.button(rx.icon("refresh-cw", size=14), "Refresh", size="1", variant="ghost",
                                 on_click=NotificationsState.refresh, custom_attrs={"data-testid": "channels-refresh"}),
                       width="100%", align="center"),
@@ -137,7 +138,8 @@ def notifications_page() -> rx.Component:
                     rx.vstack(rx.foreach(NotificationsState.rows, _channel), spacing="3", width="100%"),
                     rx.text("No channels yet.", size="2", color_scheme="gray")),
             spacing="4", width="100%", max_width="860px", padding="1.5em",
-        )
+        ),
+        page_has_toggle=True,  # its header holds the phone's sidebar toggle (no empty bar above it)
     )
 
 

@@ -115,6 +115,8 @@ def _row(row: AllRow) -> rx.Component:
         ),
         _cell("Next run", rx.text(row.next_rel, size="2"),
               rx.cond(row.next_when != "", rx.text(row.next_when, size="1", color_scheme="gray")),
+              rx.cond(row.coming != "", rx.text(row.coming, size="1", color_scheme="gray",
+                                                custom_attrs=_tid("all-schedules-coming"))),
               testid="all-schedules-next-run", kind="next", title=row.next_abs),
         _cell("Last run", rx.text(row.last_rel, size="2"),
               rx.cond(row.last_status != "", rx.badge(row.last_status, color_scheme=row.last_color, variant="soft",

@@ -8,12 +8,13 @@ import time
 import reflex as rx
 from reflex_base.event import EventSpec
 
+from app.agents.identity import AgentIdentity, who_answers
 from app.attention import approvals
 from app.core import chats, runs
 from app.core.chats import SCHEDULED_TASKS, chat_skills
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
-from app.core.models import Event, EventType, User
+from app.core.models import Event, EventType, Project, User
 from app.core.text import clean_prompt
 from app.ui import checks, inbox
 from app.ui.feed import RESCAN_SECONDS, ChatFeed, feed_for
@@ -53,6 +54,15 @@ async def _read(chat_id: int, cursor: int, feed: ChatFeed | None) -> tuple[list[
     return events, feed
 
 
+def _agent_of(project_id: int | None) -> AgentIdentity:
+    """Which agent answers in a chat of this project (its access was checked with the chat)."""
+    core = get_core()
+    if project_id is None:
+        return who_answers(core.settings, None)
+    with core.db.read() as s:
+        return who_answers(core.settings, s.get(Project, project_id))
+
+
 def _alive(chat_id: int) -> bool:
     core = get_core()
     return runs.live_run(core.db, core.clock, chat_id, core.settings.run_lease_seconds) is not None
@@ -89,6 +99,9 @@ class ChatState(AuthState):
     title: str = ""
     project_chat: bool = False
     schedules_skill: bool = False
+    agent_kind: str = ""  # "demo" | "agent" | "unset" (app/agents/identity.py): the empty chat's help
+    agent_label: str = ""  # the header's `chat-agent-badge`: "Claude Code · claude-sonnet-4-5"
+    agent_about: str = ""  # its tooltip
     messages: list[dict[str, str]] = []
     busy: bool = False
     stopping: bool = False  # a stop was asked for the running turn; it ends within a second
@@ -123,6 +136,8 @@ class ChatState(AuthState):
         self.chat_id, self.title = chat.id, chat.title
         self.project_chat = chat.project_id is not None
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
+        agent = await asyncio.to_thread(_agent_of, chat.project_id)
+        self.agent_kind, self.agent_label, self.agent_about = agent.kind, agent.label, agent.provider_words
         seen = await asyncio.to_thread(inbox.chat_seen, user, chat.id)
         self._seen = -1 if seen is None else seen
         return ChatState.tail

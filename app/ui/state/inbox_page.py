@@ -36,6 +36,7 @@ class InboxState(AuthState):
     next_before: int = 0
     loaded: bool = False
     notice: str = ""
+    armed: str = ""  # what arming a draft did ("Armed “standup”: first fire in 59 min, …")
     notify_on: bool = False
     _newest: int = 0
 
@@ -96,10 +97,10 @@ class InboxState(AuthState):
     @rx.event
     async def arm(self, task_id: int):
         try:
-            await asyncio.to_thread(inbox.arm, await self._user(), task_id)
+            self.armed = await asyncio.to_thread(inbox.arm, await self._user(), task_id)
             self.notice = ""
         except ChatcronError as exc:
-            self.notice = exc.message
+            self.notice, self.armed = exc.message, ""
         await self.refresh()
 
     @rx.event

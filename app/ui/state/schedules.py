@@ -26,9 +26,11 @@ BROWSER_ZONE_JS = "Intl.DateTimeFormat().resolvedOptions().timeZone"
 
 
 def scroll_to_run_js(run_id: str) -> str:
-    """Scroll the transcript to a run's first event and flash it (events carry data-run-id)."""
+    """Scroll the transcript to a run's first event and flash it (events carry data-run-id); the
+    ``chatcron:scroll-intent`` event tells assets/transcript.js this scroll is the user's wish."""
     selector = json.dumps(f'[data-testid="event"][data-run-id="{run_id}"]')
     return (f"(() => {{ const el = document.querySelector({selector}); if (!el) return false;"
+            " document.dispatchEvent(new Event('chatcron:scroll-intent'));"
             " el.scrollIntoView({behavior: 'smooth', block: 'center'});"
             " el.animate([{boxShadow: '0 0 0 3px var(--amber-9)'}, {boxShadow: '0 0 0 0 transparent'}],"
             " {duration: 1800, easing: 'ease-out'}); return true; })()")
