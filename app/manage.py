@@ -6,8 +6,13 @@ Exit codes: 0 done, 1 refused (the reason on stderr), 2 usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import logging
+import re
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
@@ -20,12 +25,20 @@ from app.core.context import Core
 from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
+from app.core.models import Project
+from app.core.ports import ProviderError
 from app.schedules.service import forget_chats
 from app.wiring import build_core
 
 MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password"
+# The commands that install or check agents: only they repeat the sandbox's start-up warning (agents
+# unfenced, on the server's uid or on the host's network); to the others (users, projects, settings,
+# migrations, `--help`) it says nothing, and the web and scheduler processes log it when they start.
+AGENT_COMMANDS = frozenset({"install-agent", "list-agents"})
+SECRET = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)  # a setting whose value no output shows
+HIDDEN = "[secret, not shown]"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,11 +69,20 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("end-sessions", help="end every browser session of a user (API tokens: revoke-tokens)")
     p.add_argument("--email", required=True)
     sub.add_parser("seed-demo", help="demo user, project and chat; prints the login")
-    p = sub.add_parser("set-provider", help="choose a project's agent provider and its settings")
+    p = sub.add_parser("set-provider", help="choose a project's agent provider and its settings, or change some",
+                       description="--provider P --setting KEY=VALUE... replaces the provider and every setting; "
+                                   "--set KEY=VALUE / --unset KEY change those settings of the project's current "
+                                   "provider and keep the rest (--provider, if given, must name that provider).")
     p.add_argument("--project", required=True, type=int)
-    p.add_argument("--provider", required=True, choices=PROVIDERS)
+    p.add_argument("--provider", choices=PROVIDERS, help="required unless --set/--unset are given")
     p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
-                   help="provider setting, e.g. command='my-agent --print' or model=gpt-4o (repeatable)")
+                   help="provider setting, e.g. command='my-agent --print' or model=gpt-4o (repeatable); "
+                        "the settings not given are removed")
+    p.add_argument("--set", dest="assign", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setting, keep the others (repeatable)")
+    p.add_argument("--unset", dest="remove", action="append", default=[], metavar="KEY",
+                   help="remove one setting, keep the others (repeatable)")
+    p.set_defaults(usage_error=p.error)
     p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
     p.add_argument("name", choices=sorted(presets.PRESETS))
     sub.add_parser("list-agents", help="show the installed agent presets and their versions")
@@ -98,8 +120,25 @@ def seed_demo(core: Core) -> str:
     return f"demo seeded; log in as {DEMO_EMAIL} / {DEMO_PASSWORD}"
 
 
-def run(argv: Sequence[str], core: Core) -> int:
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line, checked; exits 2 with the usage on a usage error, 0 after ``--help``."""
     args = _parser().parse_args(argv)
+    if args.command == "set-provider":
+        partial = bool(args.assign or args.remove)
+        if partial and args.setting:
+            args.usage_error("--setting replaces every setting; --set and --unset change some and keep the rest: "
+                             "use one or the other")
+        if not partial and args.provider is None:
+            args.usage_error("--provider is required (only --set/--unset, which change the settings of the "
+                             "project's current provider, may leave it out)")
+    return args
+
+
+def run(argv: Sequence[str], core: Core) -> int:
+    return execute(parse(argv), core)
+
+
+def execute(args: argparse.Namespace, core: Core) -> int:
     if getattr(args, "project", None) is not None and not 1 <= args.project <= MAX_ID:
         raise NotFound(f"no project with id {args.project}")  # as the API: out of range is unknown
     if args.command == "migrate":
@@ -129,9 +168,7 @@ def run(argv: Sequence[str], core: Core) -> int:
     elif args.command == "seed-demo":
         print(seed_demo(core))
     elif args.command == "set-provider":
-        values = checked_settings(args.provider, dict(_setting(item) for item in args.setting))
-        projects.set_provider(core.db, args.project, args.provider, values)
-        print(f"project {args.project} now uses the {args.provider} provider")
+        print(set_provider(core, args))
     elif args.command == "install-agent":
         print(install_agent(core, args.name))
     elif args.command == "list-agents":
@@ -149,21 +186,121 @@ def _take_away(args: argparse.Namespace, core: Core) -> str:
     return f"ended {count} browser session(s) of {email}"
 
 
-def _setting(item: str) -> tuple[str, str]:
+def set_provider(core: Core, args: argparse.Namespace) -> str:
+    """set-provider: every setting (``--setting``) or some (``--set``/``--unset``); what to print."""
+    if args.assign or args.remove:
+        assign = dict(_setting("--set", item) for item in args.assign)
+        return change_settings(core, args.project, args.provider, assign, [_key(item) for item in args.remove])
+    values = checked_settings(args.provider, dict(_setting("--setting", item) for item in args.setting))
+    projects.set_provider(core.db, args.project, args.provider, values)
+    return f"project {args.project} now uses the {args.provider} provider"
+
+
+def change_settings(core: Core, project_id: int, provider: str | None, assign: dict[str, str],
+                    remove: list[str]) -> str:
+    """``--set``/``--unset``: change those settings of the project's current provider and keep the rest,
+    checked as a whole ``set-provider`` checks them, in one transaction (all or nothing); returns what
+    changed, no secret's value. Raises InvalidInput naming the key (then nothing changed), NotFound."""
+    both = sorted(assign.keys() & set(remove))
+    if both:
+        raise InvalidInput(f"--set {both[0]}", "is also given to --unset: set it or remove it")
+    with core.db.write() as s:
+        project = s.get(Project, project_id, with_for_update=True)  # no concurrent change is lost
+        if project is None:
+            raise NotFound(f"no project with id {project_id}")
+        current = _current_provider(project, provider)
+        stored = _stored(project)
+        absent = [key for key in remove if key not in stored]
+        if absent:
+            raise InvalidInput(f"--unset {absent[0]}", f"project {project_id} has no such setting "
+                                                       f"(it has: {', '.join(sorted(stored)) or 'none'})")
+        merged = {key: str(value) for key, value in stored.items() if key not in remove} | assign
+        values = _checked(current, merged)
+        project.provider_settings = json.dumps(values, sort_keys=True)
+        s.add(project)
+    changed = [f"{key}={HIDDEN if SECRET.search(key) else shlex.quote(str(values[key]))}" for key in assign]
+    kept = sorted(values.keys() - assign.keys())
+    return "; ".join([f"project {project_id} keeps the {current} provider",
+                      *([f"set {', '.join(changed)}"] if changed else []),
+                      *([f"unset {', '.join(remove)}"] if remove else []),
+                      f"unchanged: {', '.join(kept) or 'nothing'}"])
+
+
+def _current_provider(project: Project, given: str | None) -> str:
+    if project.provider is None:
+        raise InvalidInput("--set/--unset", f"project {project.id} has no provider of its own (it uses the server's "
+                                            "default): choose one with --provider NAME --setting KEY=VALUE ...")
+    if given is not None and given != project.provider:
+        raise InvalidInput("--provider", f"project {project.id} uses the {project.provider} provider, not {given}: "
+                                         "--set/--unset change the current provider's settings; to switch, give "
+                                         f"every setting: --provider {given} --setting KEY=VALUE ...")
+    return project.provider
+
+
+def _stored(project: Project) -> dict[str, object]:
+    try:
+        value = json.loads(project.provider_settings or "{}")
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise InvalidInput("--set/--unset", f"project {project.id}'s stored settings are not a JSON object: "
+                                            "replace them all with --provider NAME --setting KEY=VALUE ...")
+    return value
+
+
+def _checked(provider: str, merged: dict[str, str]) -> dict[str, object]:
+    """``checked_settings`` of the merged settings; its refusal names the option used, no secret's value."""
+    try:
+        return checked_settings(provider, merged)
+    except (InvalidInput, ProviderError) as exc:
+        field = getattr(exc, "field", "--set")
+        message = str(exc).removeprefix(f"{field}: ")
+        for key, value in merged.items():
+            if SECRET.search(key) and len(value.strip()) >= 4:  # shorter: would garble the sentence
+                message = message.replace(value.strip(), HIDDEN)
+        raise InvalidInput(field.replace("--setting", "--set", 1), message) from None
+
+
+def _setting(option: str, item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key.strip():
-        raise InvalidInput("--setting", f"{item!r} is not KEY=VALUE")
+        shown = "an item that names a secret" if SECRET.search(item) else repr(item)
+        raise InvalidInput(option, f"{shown} is not KEY=VALUE")
     return key.strip(), value
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _key(item: str) -> str:
+    key = item.strip()
+    if not key or "=" in key:
+        raise InvalidInput("--unset", "takes a setting's name (KEY), not KEY=VALUE")
+    return key
+
+
+@contextlib.contextmanager
+def _sandbox_warning(shown: bool) -> Iterator[None]:
+    """Building a core logs the sandbox's start-up warning (app.agents.sandbox.log_mode); let it
+    through only when ``shown``: a sandbox error still passes."""
+    def quiet(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+    if not shown:
+        sandbox.log.addFilter(quiet)
     try:
-        core = build_core()
+        yield
+    finally:
+        sandbox.log.removeFilter(quiet)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)  # --help and usage errors end here, before any set-up
+    try:
+        with _sandbox_warning(args.command in AGENT_COMMANDS):
+            core = build_core()
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(sys.argv[1:] if argv is None else argv, core)
+        return execute(args, core)
     except (ChatcronError, NotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

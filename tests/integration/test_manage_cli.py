@@ -6,6 +6,7 @@ Independent commands run concurrently to keep the suite fast; dependent ones run
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,46 @@ def test_bad_configuration_exits_2_naming_the_variable(data_root: Path) -> None:
         assert result.code == 2, result
         assert name in result.err and "Traceback" not in result.err, result
     assert not (data_root / "data" / "chatcron.db").exists()
+
+
+def test_the_sandbox_warning_only_from_the_commands_about_agents(data_root: Path) -> None:
+    """CHATCRON_AGENT_SANDBOX=off is logged by every process that starts; of the CLI's commands only
+    list-agents and install-agent repeat it: not --help, not a user's or a project's command."""
+    env = cli_env(data_root / "data", CHATCRON_AGENT_SANDBOX="off")
+    helped, set_help, migrated, listed = run_concurrently(
+        [(env, ("--help",)), (env, ("set-provider", "--help")), (env, ("migrate",)), (env, ("list-agents",))])
+    for result in (helped, set_help):
+        assert result.code == 0 and result.err == "" and "usage:" in result.out, result
+    assert "--set KEY=VALUE" in set_help.out and "--unset KEY" in set_help.out
+    assert ok(migrated) == "database is up to date"
+    assert listed.code == 0 and "action=agent_sandbox_off" in listed.err, listed
+    assert "network: host (agents share the host's network: the sandbox is off)" in listed.out
+    created, = run_concurrently([(env, ("create-user", "--email", "a@example.com", "--password", "password-1"))])
+    assert ok(created) == "created user a@example.com"
+
+
+def test_set_provider_changes_one_setting_and_keeps_the_rest(cli: Cli, store: Database) -> None:
+    secret = "sk-ant-do-not-leak-9f3e"
+    upgrade(store)
+    owner = auth.create_user(store, SystemClock(), "alice@example.com", "password-alice")
+    pid = projects.create_project(store, SystemClock(), cli.data_dir / "workspaces", "P", owner).id
+    settings = {"agent": "claude", "env.ANTHROPIC_API_KEY": secret, "tool_policy": "deny"}
+    projects.set_provider(store, pid, "acp", settings)
+
+    def stored() -> tuple[str | None, dict]:
+        with store.read() as s:
+            project = s.get(Project, pid)
+            return project.provider, json.loads(project.provider_settings)
+
+    before = stored()
+    bad_key, bad_value = cli.run_all(("set-provider", "--project", str(pid), "--set", "colour=blue"),
+                                     ("set-provider", "--project", str(pid), "--set", "tool_policy=maybe"))
+    refused(bad_key, "--set", "unknown key 'colour'")
+    refused(bad_value, "tool_policy", "'maybe'")
+    assert stored() == before == ("acp", settings)
+    changed = ok(cli.run("set-provider", "--project", str(pid), "--set", "tool_policy=ask"))
+    assert secret not in changed and "set tool_policy=ask" in changed
+    assert stored() == ("acp", {**settings, "tool_policy": "ask"})  # the key is kept, not retyped
+    removed = ok(cli.run("set-provider", "--project", str(pid), "--unset", "tool_policy"))
+    assert secret not in removed and "unset tool_policy" in removed
+    assert stored() == ("acp", {"agent": "claude", "env.ANTHROPIC_API_KEY": secret})
