@@ -18,6 +18,7 @@ from sqlmodel import Session
 
 from app.core.clock import Clock
 from app.core.db import STORE_FAILURES, Database, first_line
+from app.core.errors import AgentUnavailable
 from app.core.wake import Waker
 from scheduler import claims
 from scheduler import decisions as d
@@ -165,6 +166,9 @@ class Loop:
             claims.release_busy(self.db, self.clock.now(), fire, self.config.limits)
         elif isinstance(result, ChatGone):
             self._failed(fire, f"the chat is gone: {result}")
+        elif isinstance(result, AgentUnavailable):  # its own words are the whole story for the task's owner
+            log.error("action=fire_failed_to_start task_id=%s error=%s", fire.task_id, result)
+            self._failed(fire, str(result))
         elif isinstance(result, Exception):  # a turn that cannot start is a failed fire, never a wedged claim
             log.error("action=fire_failed_to_start task_id=%s error=%s", fire.task_id, result)
             self._failed(fire, f"the turn could not start: {result}")

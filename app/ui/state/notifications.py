@@ -17,7 +17,8 @@ from app.ui.state.session import AuthState
 LOG_ROWS = 10  # deliveries shown per channel
 TEST_WAIT_SECONDS = 6.0  # how long "Send test" follows its delivery before leaving it to "Refresh"
 # The page's event presets: every kind, or the ones that mean something went wrong / someone must act.
-PRESETS = {"all": [], "failures": ["fire.failed", "task.error", "agent.start_failed"], "action": ["draft.created", "approval.requested"]}
+PRESETS = {"all": [], "failures": ["fire.failed", "task.error", "agent.start_failed"],
+           "action": ["draft.created", "approval.requested"]}
 PRESET_LABELS = {"all": "Every event", "failures": "Failures and task errors", "action": "Drafts and approvals"}
 
 
