@@ -5,10 +5,12 @@
 // scrolls up is left where they are and sees the jump-to-latest button (shown by the stylesheet
 // from the wrapper's data-pinned attribute; data-unread once something arrived meanwhile).
 // Opening another chat (a new path) pins again, so a chat always opens at its newest entry.
-// A scroll is the user's only when it follows their input (wheel, touch, a key, the scrollbar, or
-// the page's own "chatcron:scroll-intent" event before it scrolls for them):
-// the browser also scrolls when the layout changes (the Schedules drawer opening beside the
-// transcript narrows it and its rows grow taller), and such a scroll must not unpin.
+// The browser also scrolls when the layout changes (the Schedules drawer opening beside the
+// transcript narrows it and its rows grow taller): such a scroll must not unpin. A scroll is taken
+// for the layout's when no input of the user's came just before it (wheel, touch, a key, the
+// scrollbar, focus moving into the transcript, the page's "chatcron:scroll-intent") and the
+// transcript's size changed since it was last seen; any other scroll (find in page, a screen
+// reader) is the user's.
 (() => {
   const SCROLLER = '[data-testid="transcript"]';
   const JUMP = '[data-testid="jump-to-latest"]';
@@ -24,6 +26,7 @@
   let resize = null; // ResizeObserver on the transcript and its rows
   let inputAt = -Infinity; // when the user last wheeled, touched, pressed a scroll key or the scrollbar
   let holding = false; // a pointer is down on the transcript (dragging its scrollbar)
+  let seen = ""; // the transcript's size when last looked at
 
   const atBottom = (el) => el.scrollTop + el.clientHeight >= el.scrollHeight - SLACK_PX;
 
@@ -34,10 +37,13 @@
     if (pinned) delete wrapper.dataset.unread;
   };
 
+  const size = () => `${box.clientWidth}x${box.clientHeight}x${box.scrollHeight}`;
+
   const toBottom = () => {
     if (!box) return;
     box.scrollTop = box.scrollHeight;
     ownTop = box.scrollTop;
+    seen = size();
   };
 
   const pin = () => {
@@ -54,6 +60,7 @@
     if (pinned) {
       toBottom();
     } else if (box.parentElement) {
+      seen = size();
       box.parentElement.dataset.unread = "true";
     }
     show();
@@ -65,7 +72,10 @@
 
   const onScroll = () => {
     if (Math.abs(box.scrollTop - ownTop) < 1) return; // the scroll this script just made
-    if (!holding && performance.now() - inputAt > INPUT_MS) {
+    const now = size();
+    const moved = now !== seen;
+    seen = now;
+    if (moved && !holding && performance.now() - inputAt > INPUT_MS) {
       if (pinned) toBottom(); // the layout moved it (a narrower column, taller rows): stay at the newest
       return;
     }
@@ -90,6 +100,7 @@
       box.removeEventListener("scroll", onScroll);
       for (const name of ["wheel", "touchstart", "touchmove"]) box.removeEventListener(name, input);
       box.removeEventListener("pointerdown", press);
+      box.removeEventListener("focusin", input);
       follow.disconnect();
       resize.disconnect();
     }
@@ -99,6 +110,7 @@
     box.addEventListener("scroll", onScroll, { passive: true });
     for (const name of ["wheel", "touchstart", "touchmove"]) box.addEventListener(name, input, { passive: true });
     box.addEventListener("pointerdown", press);
+    box.addEventListener("focusin", input);
     follow = new MutationObserver(() => {
       watchRows();
       changed();
@@ -106,6 +118,7 @@
     follow.observe(box, { childList: true, subtree: true, characterData: true });
     resize = new ResizeObserver(() => {
       if (pinned) toBottom();
+      else seen = size();
     });
     watchRows();
     pin();

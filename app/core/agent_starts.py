@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 import logging
 import re
 from typing import Any
@@ -40,10 +41,12 @@ from app.core.db import Database
 from app.core.errors import AgentUnavailable
 from app.core.models import Chat, Membership, Project, Run, RunStatus, User, instant
 from app.core.ports import AgentStartError, Provider, ProviderError, ProviderFactory
+from app.core.redact import MARK, redact
 
 log = logging.getLogger("chatcron.agents")
 
 USER_MESSAGE = AgentUnavailable().message  # "The agent could not start — an administrator has been told."
+QUIET_AFTER_FIX = dt.timedelta(hours=1)  # a problem back after a fix is told again no sooner than this
 REMIND_AFTER = dt.timedelta(hours=24)  # an unresolved cause is told again after this long
 OPEN_FOR = dt.timedelta(hours=24)  # a problem whose last failure is older is no longer reported
 FORGET_AFTER = dt.timedelta(days=30)  # rows older than this are removed when a new cause is recorded
@@ -110,12 +113,31 @@ def provider_of(factory: ProviderFactory, project: Project | None) -> Provider:
 
 def fail(db: Database, now: dt.datetime, default_provider: str, chat_id: int, project: Project | None,
          run_id: int | None, exc: Exception) -> AgentUnavailable:
-    """Report a turn's start failure — an AgentStartError, or any error preparing the project's
-    workspace — with its detail (see :func:`report`); the error its user gets instead."""
-    detail = str(exc) if isinstance(exc, AgentStartError) else f"the project's workspace could not be prepared: {exc}"
+    """Report a turn's start failure — an AgentStartError, or an OS error setting up the agent's
+    workspace, home or sandbox folders — with its detail (see :func:`report`); the error its user
+    gets instead. The detail never holds the project's secret settings (an agent's stderr may
+    echo its key) nor what looks like a credential (app/core/redact.py)."""
+    detail = str(exc) if isinstance(exc, AgentStartError) else \
+        f"the agent's workspace, home or sandbox folders could not be set up: {exc}"
     report(db, now, StartFailure(chat_id, project.id if project is not None else None, run_id,
-                                 provider_name(default_provider, project), detail))
+                                 provider_name(default_provider, project), without_secrets(detail, project)))
     return AgentUnavailable()
+
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def without_secrets(text: str, project: Project | None) -> str:
+    """``text`` with the values of the project's secret settings (``api_key``, ``env.*_KEY``, …)
+    replaced, then redacted like a log line."""
+    try:
+        settings = json.loads(project.provider_settings or "{}") if project is not None else {}
+    except ValueError:
+        settings = {}
+    for name, value in (settings.items() if isinstance(settings, dict) else ()):
+        if SECRET_NAME.search(name) and isinstance(value, str) and len(value) >= 4:
+            text = text.replace(value, MARK)
+    return redact(text)
 
 
 def one_line(text: str) -> str:
@@ -150,7 +172,10 @@ def _record_in(conn: sa.Connection, now: dt.datetime, f: StartFailure) -> bool:
         conn.execute(sa.delete(_PROBLEMS).where(_PROBLEMS.c.last_at < now - FORGET_AFTER))
         return _tell(conn, now, f, detail)
     row = conn.execute(sa.select(_PROBLEMS).where(_PROBLEMS.c.project_key == key, _PROBLEMS.c.cause == cause)).one()
-    due = row.told_at <= now - REMIND_AFTER or _succeeded_since(conn, key, row.last_run_id)
+    # told again a day on, or once it came back after a fix — but not more than once an hour, so a
+    # flaky start between good turns (or one broken loose chat among working ones) does not flood
+    due = row.told_at <= now - REMIND_AFTER or (row.told_at <= now - QUIET_AFTER_FIX
+                                                and _succeeded_since(conn, key, row.last_run_id))
     # compare-and-set on what was read: of two processes failing at once, one tells
     due = due and conn.execute(sa.update(_PROBLEMS).where(_PROBLEMS.c.id == row.id, _PROBLEMS.c.told_at == row.told_at)
                                .values(told_at=now)).rowcount == 1

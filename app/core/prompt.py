@@ -243,14 +243,14 @@ class PromptService:
         try:
             provider = agent_starts.provider_of(self.providers, project)
             provider.run(request, writer.stream, handle.cancel)
-        except AgentStartError as exc:  # the detail is the administrator's (app/core/agent_starts.py)
+        except (AgentStartError, OSError) as exc:  # the detail is the administrator's (core/agent_starts.py)
             status, error = RunStatus.FAILED, str(agent_starts.fail(
                 self.db, self.clock.now(), self.settings.provider, request.chat_id, project, run.id, exc))
         except ProviderError as exc:
             status, error = RunStatus.FAILED, str(exc)
-        except Exception as exc:  # a provider bug must fail the turn, not kill the worker silently
+        except Exception:  # a provider bug must fail the turn, not kill the worker silently
             log.exception("action=provider_crashed run_id=%s", run.id)
-            status, error = RunStatus.FAILED, f"provider error: {exc}"
+            status, error = RunStatus.FAILED, "the turn failed on an unexpected error (the server log has its cause)"
         finally:
             timer.cancel()
         if timed_out.is_set():

@@ -14,6 +14,7 @@ from app.core.models import User
 from app.schedules.service import Actor
 from app.ui import schedule_views, tasks
 from app.ui.marks import SharedMark
+from app.ui.transcript import OPTION_ORDER
 from app.ui.usage import usage_line
 
 PAGE = 30
@@ -110,6 +111,7 @@ def _task(row: dict[str, Any]) -> TaskCard:
 def _approval(row: dict[str, Any]) -> ApprovalCard:
     options = [Option(str(o.get("option_id", "")), str(o.get("name") or o.get("option_id", "")),
                       str(o.get("kind", ""))) for o in row["options"] if isinstance(o, dict)]
+    options.sort(key=lambda o: OPTION_ORDER.get(o.kind, len(OPTION_ORDER)))  # the one-time allow first
     return ApprovalCard(id=row["id"], title=row["title"], chat_id=row["chat_id"], chat_title=row["chat_title"],
                         requested_for=row["requested_for"], options=options)
 

@@ -112,18 +112,16 @@ def schedule_of(fields: FormFields) -> dict[str, Any]:
 
 
 def body_of(fields: FormFields) -> dict[str, Any]:
-    """The create body (every editable field); a once task's has no max runs: it fires once, the form
-    hides the field, and a value typed before switching the kind to once is not sent."""
-    body = {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
-            "overlap": fields.overlap, "session": fields.session, "notify": fields.notify}
-    if fields.kind == "once":
-        return body
-    raw = fields.max_runs.strip()
+    """The create body (every editable field). A once task's max runs is none: it fires once, the
+    form hides the field, and a value typed before switching to once — or one stored when the task
+    was repeating — is cleared rather than left to exhaust it unseen."""
+    raw = "" if fields.kind == "once" else fields.max_runs.strip()
     try:
-        body["max_runs"] = int(raw) if raw else None
+        max_runs = int(raw) if raw else None
     except ValueError:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
-    return body
+    return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
+            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify}
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:

@@ -119,13 +119,13 @@ def check_form(fields: FormFields, original: dict[str, Any] | None, viewer_zone:
 
 
 def _runs_left(fields: FormFields, original: dict[str, Any] | None) -> int | None:
-    """The fires the task has left: the form's max runs minus its runs so far (a once task's form
-    sends no max runs: the stored one holds; a max runs that is not a whole number from 1 bounds
+    """The fires the task has left: the form's max runs minus its runs so far (a once task has no
+    max runs: saving clears a stored one; a max runs that is not a whole number from 1 bounds
     nothing here: its own error says why)."""
     stored = original or {}
     try:
         raw = fields.max_runs.strip()
-        max_runs = stored.get("max_runs") if fields.kind == "once" else int(raw) if raw else None
+        max_runs = None if fields.kind == "once" else int(raw) if raw else None
     except ValueError:
         return None
     if max_runs is None or max_runs < 1:

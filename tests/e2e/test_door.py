@@ -254,6 +254,7 @@ def test_a_fire_card_says_when_it_was_planned_and_how_late_it_started_or_who_ran
     tab.calm()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_an_empty_login_form_says_what_is_missing(
         browser: Browser, server: Server, tabs: list[Tab], size: dict) -> None:
     tab = open_tab(browser, server, tabs, size)

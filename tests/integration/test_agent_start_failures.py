@@ -6,6 +6,7 @@ line with the project, to the inbox of the project's owner (once per cause until
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import shlex
 import shutil
@@ -138,7 +139,7 @@ def test_health_says_agents_are_not_ok_and_gives_the_detail_to_admins_only(world
     assert bad_token.status_code == 200 and bad_token.json()["agents"] == {"ok": False, "count": 1}
 
 
-def test_one_inbox_item_per_cause_until_a_turn_succeeds(world: World, caplog: pytest.LogCaptureFixture) -> None:
+def test_one_inbox_item_per_cause_until_it_comes_back_after_a_fix(world: World, caplog: pytest.LogCaptureFixture) -> None:
     _broken(world)
     with caplog.at_level(logging.ERROR, logger="chatcron.agents"):
         for _ in range(3):
@@ -151,10 +152,19 @@ def test_one_inbox_item_per_cause_until_a_turn_succeeds(world: World, caplog: py
     assert world.turn("bob")["status"] == RunStatus.SUCCEEDED.value
     assert world.health()["agents"] == {"ok": True, "count": 0}, "a success resolves the project's problem"
 
-    _broken(world)  # the same cause comes back: told again
+    _broken(world)  # the same cause comes back within the hour: logged and listed, not told again
+    world.turn("bob")
+    assert len(world.inbox_items("alice")) == 1, "a flaky start between good turns must not flood the owner"
+    assert world.health()["agents"]["count"] == 1
+    projects.set_provider(world.core.db, world.project, "demo", {})
+    assert world.turn("bob")["status"] == RunStatus.SUCCEEDED.value
+    problems = agent_starts.AgentStartProblem.__table__
+    earlier = world.core.clock.now() - agent_starts.QUIET_AFTER_FIX - dt.timedelta(minutes=1)
+    with world.core.db.write() as s:  # the owner was told over an hour ago
+        s.execute(sa.update(problems).values(told_at=earlier))
+    _broken(world)  # back after a fix, an hour on: told again
     world.turn("bob")
     assert len(world.inbox_items("alice")) == 2
-    assert world.health()["agents"]["count"] == 1
 
 
 @pytest.mark.parametrize(("provider", "options", "detail"), [
@@ -188,7 +198,7 @@ def test_a_workspace_that_cannot_be_prepared_is_refused_with_the_sentence(world:
     assert answer.status_code == 503
     assert answer.json() == {"error": {"code": "agent_unavailable", "message": USER_MESSAGE}}
     [told] = world.inbox_items("alice")
-    assert "workspace could not be prepared" in told["error"] and str(workspace) in told["error"]
+    assert "workspace, home or sandbox folders could not be set up" in told["error"] and str(workspace) in told["error"]
 
 
 def test_a_loose_chats_failure_is_told_to_the_first_admin(settings: Settings) -> None:

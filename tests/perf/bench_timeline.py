@@ -29,6 +29,8 @@ CASES = {
     "cron * * * * * UTC": {"kind": "cron", "cron": "* * * * *", "timezone": "UTC"},
     "cron * * * * * America/New_York": {"kind": "cron", "cron": "* * * * *", "timezone": "America/New_York"},
     "cron */5 9-17 * * 1-5 Europe/Paris": {"kind": "cron", "cron": "*/5 9-17 * * 1-5", "timezone": "Europe/Paris"},
+    # every minute in the zone whose clock changes this week: the walk around the change is the worst case
+    "cron * * * * * Europe/Paris": {"kind": "cron", "cron": "* * * * *", "timezone": "Europe/Paris"},
 }
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.agents import sandbox
+from app.core import agent_starts
 from app.core.agent_starts import cause_of, one_line
+from app.core.models import Project
 
 
 @pytest.mark.parametrize(("code", "tail", "sandboxed", "started"), [
@@ -30,3 +34,13 @@ def test_one_cause_whatever_pids_ids_and_temporary_names_it_names() -> None:
 
 def test_a_stderr_tail_is_one_log_line() -> None:
     assert one_line("  first\n\n second line \nthird\n") == "first | second line | third"
+
+
+def test_a_detail_never_holds_the_projects_secret_settings() -> None:
+    """An agent's stderr may echo its key: the detail the owner's inbox, webhook and admin health get
+    has the project's secret values masked (and what looks like a credential redacted)."""
+    project = Project(name="P", provider_settings=json.dumps({
+        "agent": "claude", "env.ANTHROPIC_API_KEY": "plainvalue-1234", "env.REGION": "eu-west"}))
+    detail = agent_starts.without_secrets("exit 1: using key plainvalue-1234 in eu-west", project)
+    assert "plainvalue-1234" not in detail and "eu-west" in detail
+    assert agent_starts.without_secrets("no settings", None) == "no settings"

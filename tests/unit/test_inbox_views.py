@@ -88,3 +88,12 @@ def test_the_change_mark_is_read_once_per_worker_within_its_age(monkeypatch: pyt
     first = views.change_mark(max_age=60)
     assert views.change_mark(max_age=60) == first and len(reads) == 1
     assert views.change_mark(max_age=0) != first and len(reads) == 2
+
+
+def test_an_approvals_one_time_allow_comes_first() -> None:
+    card = views._approval({"id": 1, "title": "rm -rf build", "chat_id": 3, "chat_title": "Ops",
+                            "requested_for": "alice@example.com", "options": [
+                                {"option_id": "always", "name": "Always Allow", "kind": "allow_always"},
+                                {"option_id": "no", "name": "Reject", "kind": "reject_once"},
+                                {"option_id": "yes", "name": "Allow", "kind": "allow_once"}]})
+    assert [o.option_id for o in card.options] == ["yes", "always", "no"]

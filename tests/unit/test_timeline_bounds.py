@@ -135,8 +135,8 @@ def test_an_unbounded_row_counts_its_week() -> None:
 
 @pytest.mark.parametrize(("max_runs", "run_count", "kind", "left"), [
     ("", 0, "interval", None), ("5", 4, "interval", 1), ("3", 3, "interval", 0), ("abc", 0, "interval", None),
-    ("9", 1, "once", 4),
-], ids=["no limit", "one left", "none left", "max runs being typed", "once: the stored max runs"])
+    ("9", 1, "once", None),
+], ids=["no limit", "one left", "none left", "max runs being typed", "once: no max runs (saving clears it)"])
 def test_the_preview_is_bounded_by_the_runs_left(max_runs: str, run_count: int, kind: str,
                                                  left: int | None) -> None:
     stored = schedule_form.original_of(task(EVERY_MINUTE, max_runs=5, run_count=run_count))

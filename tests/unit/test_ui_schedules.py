@@ -120,9 +120,9 @@ def fields(**changes: str) -> FormFields:
 def test_a_once_time_is_wall_time_in_the_chosen_zone() -> None:
     body = schedule_form.body_of(fields(kind="once", at="2026-03-29T02:30", timezone="America/New_York"))
     assert body["schedule"] == {"kind": "once", "at": "2026-03-29T06:30:00Z"}
-    assert "max_runs" not in body  # a once task fires once: the form sends no limit
+    assert body["max_runs"] is None  # a once task fires once: the form sends no limit
     typed = schedule_form.body_of(fields(kind="once", at="2026-03-29T02:30", timezone="UTC", max_runs="5"))
-    assert "max_runs" not in typed  # typed before the kind was switched to once: not sent either
+    assert typed["max_runs"] is None  # typed before the kind was switched to once: cleared
     assert schedule_form.body_of(fields(kind="interval", every="10", max_runs="5"))["max_runs"] == 5
 
 
@@ -150,9 +150,13 @@ def test_conversion_errors_name_the_api_field(changes: dict, field: str) -> None
 
 def test_editing_without_changes_sends_nothing_and_keeps_the_schedule() -> None:
     for schedule in (HOURLY, PARIS_NINE, {"kind": "once", "at": "2030-01-01T08:00:00Z"}):
-        stored = task(schedule, max_runs=5, overlap="skip")
+        stored = task(schedule, max_runs=None if schedule["kind"] == "once" else 5, overlap="skip")
         shown = schedule_form.fields_of(stored, "Europe/Paris")
         assert schedule_form.patch_of(shown, schedule_form.original_of(stored)) == {}, schedule
+    # a repeating task made once keeps no hidden max runs that would exhaust it unseen
+    made_once = dataclasses.replace(schedule_form.fields_of(task(HOURLY, max_runs=5), "UTC"), kind="once",
+                                    at="2030-01-01T08:00", timezone="UTC")
+    assert schedule_form.patch_of(made_once, schedule_form.original_of(task(HOURLY, max_runs=5)))["max_runs"] is None
     once = schedule_form.fields_of(task({"kind": "once", "at": "2030-01-01T08:00:00Z"}), "Europe/Paris")
     assert (once.at, once.timezone) == ("2030-01-01T09:00", "Europe/Paris")
 

@@ -31,7 +31,7 @@ from app.agents.providers import openai
 from app.agents.providers.acp_agent import AgentExited, Launch, WarmAgent
 from app.agents.providers.acp_client import TurnSink
 from app.agents.providers.acp_pool import AgentPool
-from app.core.ports import ProviderError, Usage
+from app.core.ports import AgentStartError, ProviderError, Usage
 
 log = logging.getLogger("chatcron.acp")
 LOST_SESSION = ("The agent could not continue this chat's earlier session; a new session started with the "
@@ -132,7 +132,10 @@ async def _open(agent: WarmAgent, plan: TurnPlan, sink: TurnSink) -> tuple[str, 
             log.warning("action=session_lost chat_id=%s session=%s error=%s", plan.chat_id, wanted, exc)
     if wanted:
         sink.put("status", LOST_SESSION)
-    created = await agent.call(agent.conn.new_session(cwd=cwd, mcp_servers=[]), SESSION_SECONDS)
+    try:
+        created = await agent.call(agent.conn.new_session(cwd=cwd, mcp_servers=[]), SESSION_SECONDS)
+    except acp.RequestError as exc:  # e.g. auth_required: no usable API key — the administrator's to fix
+        raise AgentStartError(f"the agent refused to open a session (session/new): {exc}") from None
     agent.sessions[created.session_id] = None
     text = plan.prompt if plan.fresh else seeded_prompt(plan.history, plan.prompt, plan.history_budget)
     return created.session_id, text

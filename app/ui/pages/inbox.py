@@ -25,11 +25,19 @@ def _section(title: str, count: rx.Var, *body: rx.Component) -> rx.Component:
 
 
 def _option(card: ApprovalCard, option: Option) -> rx.Component:
-    return rx.button(option.name, size="1",
-                     variant=rx.cond(option.kind.contains("allow"), "solid", "soft"),
+    """As on the chat's approval card: the one-time allow stands out, a lasting choice says so."""
+    lasting = option.kind.endswith("_always")
+    return rx.button(rx.cond(lasting, rx.icon("repeat", size=12)), option.name,
+                     rx.cond(lasting, rx.text("· later calls too", as_="span", size="1", weight="regular",
+                                              opacity="0.8")),
+                     size="1",
+                     variant=rx.match(option.kind, ("allow_once", "solid"), ("reject_once", "soft"), "outline"),
                      color_scheme=rx.cond(option.kind.contains("allow"), "green", "red"),
+                     title=rx.cond(lasting, "A lasting choice: the agent will not ask again for such calls",
+                                   "This call only"),
                      on_click=InboxState.answer(card.id, option.option_id),
-                     custom_attrs={"data-testid": "approval-option", "data-option-id": option.option_id})
+                     custom_attrs={"data-testid": "approval-option", "data-option-id": option.option_id,
+                                   "data-kind": option.kind})
 
 
 def _approval(card: ApprovalCard) -> rx.Component:

@@ -54,7 +54,8 @@ class InboxState(AuthState):
 
     @rx.event
     async def refresh(self):
-        """The sections again; feed items newer than those shown go on top, older pages stay."""
+        """The sections again; feed items newer than those shown go on top, older pages stay, and the
+        shown ones that were read again take their new state (read, a draft armed, an approval answered)."""
         found = await asyncio.to_thread(inbox.sections, await self._user())
         self._take(found)
         top = self.items[0].id if self.items else 0
@@ -62,8 +63,8 @@ class InboxState(AuthState):
         if len(fresh) == len(found.items):  # a gap (or nothing shown yet): start again from the newest
             self.items, self.next_before = found.items, found.next_before
         else:
-            flags = {item.id: item.unread for item in found.items}
-            self.items = fresh + [dataclasses.replace(i, unread=flags.get(i.id, i.unread)) for i in self.items]
+            now = {item.id: item for item in found.items}
+            self.items = fresh + [now.get(i.id, i) for i in self.items]
         self._newest = max(self._newest, found.newest)
 
     @rx.event
