@@ -139,7 +139,8 @@ def test_health_says_agents_are_not_ok_and_gives_the_detail_to_admins_only(world
     assert bad_token.status_code == 200 and bad_token.json()["agents"] == {"ok": False, "count": 1}
 
 
-def test_one_inbox_item_per_cause_until_it_comes_back_after_a_fix(world: World, caplog: pytest.LogCaptureFixture) -> None:
+def test_one_inbox_item_per_cause_until_it_comes_back_after_a_fix(world: World,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
     _broken(world)
     with caplog.at_level(logging.ERROR, logger="chatcron.agents"):
         for _ in range(3):
