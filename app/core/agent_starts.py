@@ -41,7 +41,7 @@ from app.core.db import Database
 from app.core.errors import AgentUnavailable
 from app.core.models import Chat, Membership, Project, Run, RunStatus, User, instant
 from app.core.ports import AgentStartError, Provider, ProviderError, ProviderFactory
-from app.core.redact import MARK, redact
+from app.core.redact import MARK
 
 log = logging.getLogger("chatcron.agents")
 
@@ -115,8 +115,8 @@ def fail(db: Database, now: dt.datetime, default_provider: str, chat_id: int, pr
          run_id: int | None, exc: Exception) -> AgentUnavailable:
     """Report a turn's start failure — an AgentStartError, or an OS error setting up the agent's
     workspace, home or sandbox folders — with its detail (see :func:`report`); the error its user
-    gets instead. The detail never holds the project's secret settings (an agent's stderr may
-    echo its key) nor what looks like a credential (app/core/redact.py)."""
+    gets instead. The detail never holds the values of the project's secret settings (an agent's
+    stderr may echo its key); the log line is redacted as every log line is (app/core/redact.py)."""
     detail = str(exc) if isinstance(exc, AgentStartError) else \
         f"the agent's workspace, home or sandbox folders could not be set up: {exc}"
     report(db, now, StartFailure(chat_id, project.id if project is not None else None, run_id,
@@ -129,7 +129,7 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 def without_secrets(text: str, project: Project | None) -> str:
     """``text`` with the values of the project's secret settings (``api_key``, ``env.*_KEY``, …)
-    replaced, then redacted like a log line."""
+    replaced by the redaction mark."""
     try:
         settings = json.loads(project.provider_settings or "{}") if project is not None else {}
     except ValueError:
@@ -137,7 +137,7 @@ def without_secrets(text: str, project: Project | None) -> str:
     for name, value in (settings.items() if isinstance(settings, dict) else ()):
         if SECRET_NAME.search(name) and isinstance(value, str) and len(value) >= 4:
             text = text.replace(value, MARK)
-    return redact(text)
+    return text
 
 
 def one_line(text: str) -> str:

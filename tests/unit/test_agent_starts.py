@@ -38,7 +38,7 @@ def test_a_stderr_tail_is_one_log_line() -> None:
 
 def test_a_detail_never_holds_the_projects_secret_settings() -> None:
     """An agent's stderr may echo its key: the detail the owner's inbox, webhook and admin health get
-    has the project's secret values masked (and what looks like a credential redacted)."""
+    has the project's secret values masked."""
     project = Project(name="P", provider_settings=json.dumps({
         "agent": "claude", "env.ANTHROPIC_API_KEY": "plainvalue-1234", "env.REGION": "eu-west"}))
     detail = agent_starts.without_secrets("exit 1: using key plainvalue-1234 in eu-west", project)
