@@ -47,6 +47,17 @@ def next_occurrence(schedule: Schedule, after: datetime, armed_at: datetime | No
     return found[0] if found else None
 
 
+def _interval_grid(schedule: IntervalSchedule, after: datetime,
+                   armed_at: datetime | None) -> tuple[datetime, int, timedelta]:
+    """(base, k, step): an interval's first occurrence strictly after ``after`` is ``base + k * step``
+    — on the grid from ``armed_at`` when it is known, else ``step`` after ``after``."""
+    step = timedelta(seconds=schedule.every_seconds)
+    if armed_at is None:
+        return after, 1, step
+    _require_aware(armed_at, "armed_at")
+    return armed_at, max((after - armed_at) // step + 1, 1), step
+
+
 def next_occurrences(
     schedule: Schedule, after: datetime, count: int, armed_at: datetime | None = None
 ) -> list[datetime]:
@@ -55,12 +66,7 @@ def next_occurrences(
     if isinstance(schedule, OnceSchedule):
         return [schedule.at] if after < schedule.at and count > 0 else []
     if isinstance(schedule, IntervalSchedule):
-        step = timedelta(seconds=schedule.every_seconds)
-        if armed_at is None:
-            base, k = after, 1
-        else:
-            _require_aware(armed_at, "armed_at")
-            base, k = armed_at, max((after - armed_at) // step + 1, 1)
+        base, k, step = _interval_grid(schedule, after, armed_at)
         return [(base + (k + i) * step).astimezone(UTC) for i in range(count)]
     try:
         return next_fire_times(schedule.cron, schedule.timezone, after, count)
@@ -150,12 +156,7 @@ def count_occurrences(schedule: Schedule, after: datetime, until: datetime, arme
     if isinstance(schedule, OnceSchedule):
         return int(after < schedule.at <= until)
     if isinstance(schedule, IntervalSchedule):
-        step = timedelta(seconds=schedule.every_seconds)
-        if armed_at is None:
-            base, first = after, 1
-        else:
-            _require_aware(armed_at, "armed_at")
-            base, first = armed_at, max((after - armed_at) // step + 1, 1)
+        base, first, step = _interval_grid(schedule, after, armed_at)
         return max(0, (until - base) // step - first + 1)
     try:
         spec, zone = parse_cron(schedule.cron), load_zone(schedule.timezone)
@@ -170,8 +171,9 @@ def nth_occurrence(schedule: Schedule, after: datetime, n: int, armed_at: dateti
     if n < 1:
         return None
     if isinstance(schedule, IntervalSchedule):
-        return next_occurrences(schedule, after, 1, armed_at=armed_at)[0] + (n - 1) * timedelta(
-            seconds=schedule.every_seconds)
+        _require_aware(after, "after")
+        base, k, step = _interval_grid(schedule, after, armed_at)
+        return (base + (k + n - 1) * step).astimezone(UTC)
     found = next_occurrences(schedule, after, n, armed_at=armed_at)
     return found[-1] if len(found) == n else None
 
