@@ -24,7 +24,7 @@ class _Unset(enum.Enum):
 UNSET = _Unset.UNSET  # a field the decision leaves as it is
 
 # The fields that point at an occurrence; dropped alone when that occurrence turns out to have fired.
-POINTERS = ("next_run_at", "pending_run", "pending_forced", "pending_occurrence_at", "retry_at")
+POINTERS = ("next_run_at", "next_occurrence_at", "pending_run", "pending_forced", "pending_occurrence_at", "retry_at")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -43,6 +43,11 @@ class TaskChanges(Mapping[str, object]):
     retry_at: dt.datetime | None | _Unset = UNSET
     active_run_id: int | None | _Unset = UNSET
     consecutive_failures: int | _Unset = UNSET
+    next_occurrence_at: dt.datetime | None | _Unset = UNSET  # set with next_run_at when jitter moves it
+    armed_at: dt.datetime | None | _Unset = UNSET
+    paused_until: dt.datetime | None | _Unset = UNSET
+    pause_note: str | None | _Unset = UNSET
+    paused_by: str | None | _Unset = UNSET
 
     def __getitem__(self, key: str) -> object:
         value = getattr(self, key, UNSET) if key in _FIELDS else UNSET
@@ -68,8 +73,12 @@ class TaskChanges(Mapping[str, object]):
         return TaskChanges(**{name: value for name, value in self.items() if name in names})
 
     def columns(self) -> dict[str, object]:
-        """The set fields as column values (enums by their value)."""
-        return {name: value.value if isinstance(value, enum.Enum) else value for name, value in self.items()}
+        """The set fields as column values (enums by their value). A new ``next_run_at`` written
+        without its nominal instant is its own nominal instant: ``next_occurrence_at`` is cleared."""
+        values = {name: value.value if isinstance(value, enum.Enum) else value for name, value in self.items()}
+        if "next_run_at" in values and "next_occurrence_at" not in values:
+            values["next_occurrence_at"] = None
+        return values
 
 
 _FIELDS = tuple(field.name for field in dataclasses.fields(TaskChanges))

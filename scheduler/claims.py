@@ -20,14 +20,16 @@ from app.core import attention_events as attention
 from app.core import envelope
 from app.core.attention_tables import AttentionKind
 from app.core.db import Database
-from app.core.models import Chat, Run
+from app.core.models import Chat, Event, EventType, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleKind
 from scheduler import decisions as d
 from scheduler.changes import POINTERS, TaskChanges
+from scheduler.due import due_task_ids, heartbeat, next_deadline, stop_instance
 from scheduler.protocols import Directory, Fire
 from scheduler.snapshots import next_after_fn, task_view
 
+__all__ = ["due_task_ids", "heartbeat", "next_deadline", "stop_instance"]  # the loop's view of the store
 log = logging.getLogger("chatcron.scheduler")
 PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)
 
@@ -69,19 +71,6 @@ def _fire_events(task: sa.Row, changes: TaskChanges, outcome: RunOutcome, run_id
     if _turns_error(task.status, changes):
         rows.append(_error_event(task, now, changes.get("last_error")))
     return rows
-
-
-def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
-    """Tasks that may want to fire now, oldest deadline first (the claim re-checks each)."""
-    t = ScheduledTask
-    pending_ready = sa.and_(t.pending_run, sa.or_(t.retry_at.is_(None), t.retry_at <= now))
-    due = sa.or_(
-        sa.and_(t.status == TaskStatus.ACTIVE.value, sa.or_(t.next_run_at <= now, pending_ready)),
-        sa.and_(t.pending_forced.is_not(None), pending_ready),
-    )
-    with db.read() as s:
-        rows = s.exec(select(t.id).where(due).order_by(sa.func.coalesce(t.retry_at, t.next_run_at)).limit(limit))
-        return list(rows)
 
 
 def claim(db: Database, now: dt.datetime, task_id: int, instance: str, directory: Directory,
@@ -131,15 +120,23 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
         claimed: list[tuple[ScheduledTask, d.Claim, TaskRun]] = []
         for task in tasks:
             verdict, reason = auth[(task.chat_id, task.project_id, task.owner)]
-            facts = d.Facts(chat_busy=task.chat_id in busy, in_flight=in_flight, auth=verdict, auth_reason=reason)
-            decision = d.decide_claim(task_view(task), now, facts, limits, next_after_fn(task))
-            row = _decided(s, task, decision, now, instance, records)
+            for _ in range(3):  # a miss, an end or a resume may leave an occurrence due at once
+                facts = d.Facts(chat_busy=task.chat_id in busy, in_flight=in_flight, auth=verdict,
+                                auth_reason=reason)
+                decision = d.decide_claim(task_view(task), now, facts, limits, next_after_fn(task))
+                row = _decided(s, task, decision, now, instance, records)
+                if decision.action not in AGAIN:
+                    break
+                records.update(_records(s, [task], now))
             if row is not None:
                 claimed.append((task, decision, row))
                 busy.add(task.chat_id)
                 in_flight += 1
         s.flush()  # the new records get their ids
         return [_fire(s, task, decision, row, now) for task, decision, row in claimed]
+
+
+AGAIN = (d.Action.MISS, d.Action.END, d.Action.RESUME)  # decided again at once, in the same transaction
 
 
 def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[tuple[int, dt.datetime], TaskRun]:
@@ -169,6 +166,7 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             row.status, row.attempts, row.error = RunOutcome.RUNNING.value, row.attempts + 1, None
             row.instance, row.claimed_at, row.finished_at = instance, now, None
             row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
+            row.planned_at = row.planned_at or due.planned
             row.requested_by = _requested_by(task, due)
             s.add(row)
             return row
@@ -176,7 +174,13 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
         _apply(s, task, decision.changes.only(POINTERS), now)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
-    if decision.action == d.Action.SKIP:
+    if decision.action == d.Action.MISS:
+        _missed(s, task, decision, now, instance, records)
+    elif decision.action in (d.Action.END, d.Action.RESUME):
+        _apply(s, task, decision.changes, now)
+        s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now,
+                    text=f'scheduled task "{task.name}" {decision.note}'))
+    elif decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
             s.add(records[key])
@@ -187,10 +191,32 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
     return None
 
 
+def _missed(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
+            records: dict[tuple[int, dt.datetime], TaskRun]) -> None:
+    """One ``missed`` record for the occurrences found too late (a queued follow-up's row is reused);
+    the chat says so too, so nothing is missed silently."""
+    due = decision.due
+    key = (task.id, due.occurrence_at)
+    row = records.get(key)
+    if row is None:
+        row = records[key] = _new_record(task, due, RunOutcome.MISSED, now, instance, decision.note)
+        row.fire_number = 0  # nothing fired
+    elif row.status == RunOutcome.QUEUED.value:
+        row.status, row.error, row.finished_at, row.instance = RunOutcome.MISSED.value, decision.note, now, instance
+    else:  # this occurrence already has its record: only move the task on
+        _apply(s, task, decision.changes, now)
+        return
+    row.missed_count = decision.missed_count
+    s.add(row)
+    _apply(s, task, decision.changes, now)
+    s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now,
+                text=f'scheduled task "{task.name}": {decision.note}'))
+
+
 def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.datetime, instance: str,
                 error: str | None) -> TaskRun:
-    return TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, trigger=due.trigger.value, status=status.value,
-                   fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
+    return TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, planned_at=due.planned, trigger=due.trigger.value,
+                   status=status.value, fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
                    finished_at=None if status == RunOutcome.RUNNING else now, requested_by=_requested_by(task, due))
 
 
@@ -208,7 +234,8 @@ def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now:
                     occurrence_at=due.occurrence_at,
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
                     max_runs=_fire_bound(task, row.fire_number), fresh_session=task.session == "fresh",
-                    previous_output=_previous_output(s, task) if task.session == "fresh" else None)
+                    previous_output=_previous_output(s, task) if task.session == "fresh" else None,
+                    planned_at=due.planned)
 
 
 def _fire_bound(task: ScheduledTask, fire_number: int) -> int | None:
@@ -312,27 +339,6 @@ def prune_history(s: Session, task_id: int, limit: int) -> int:
     return result.rowcount or 0
 
 
-def heartbeat(db: Database, now: dt.datetime, instance: str, iterations: int = 0) -> None:
-    """Renew this scheduler's lease (insert on first beat) and publish its loop count."""
-    for attempt in range(2):  # two threads may insert the first beat at once: the loser updates
-        try:
-            with db.write() as s:
-                row = s.get(SchedulerInstance, instance)
-                if row is None:
-                    row = SchedulerInstance(id=instance, started_at=now, heartbeat_at=now)
-                row.heartbeat_at, row.iterations = now, iterations
-                s.add(row)
-            return
-        except IntegrityError:
-            if attempt:
-                raise
-
-
-def stop_instance(db: Database, now: dt.datetime, instance: str) -> None:
-    with db.write() as s:
-        s.exec(sa.update(SchedulerInstance).where(SchedulerInstance.id == instance).values(stopped_at=now))
-
-
 def recover(db: Database, now: dt.datetime, lease_seconds: int, only_instance: str | None = None) -> list[int]:
     """Abandon claims held by dead schedulers (lease expired or stopped); returns the TaskRun ids."""
     cutoff = now - dt.timedelta(seconds=lease_seconds)
@@ -362,14 +368,3 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
                                                           "", d.ABANDONED_REASON, now))
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)
     return True
-
-
-def next_deadline(db: Database, now: dt.datetime) -> dt.datetime | None:
-    """The earliest future instant at which some task becomes due (None: nothing scheduled)."""
-    t = ScheduledTask
-    with db.read() as s:
-        regular = s.exec(select(func.min(t.next_run_at)).where(
-            t.status == TaskStatus.ACTIVE.value, t.next_run_at > now)).one()
-        retry = s.exec(select(func.min(t.retry_at)).where(t.pending_run, t.retry_at > now)).one()
-    found = [x for x in (regular, retry) if x is not None]
-    return min(found) if found else None

@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-from collections.abc import Callable
 
 from app.core.envelope import has_marker
 from app.core.stops import was_stopped
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler.changes import TaskChanges
 from scheduler.changes import changes as changes_of
+from scheduler.occurrences import NextFn, Occurrences, late_text, next_fields, occurrences, utc_text
 
 FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
 
@@ -38,6 +38,16 @@ class TaskView:
     active_run_id: int | None
     consecutive_failures: int
     last_fire_started_at: dt.datetime | None
+    # SPEC §14 (defaults: the behaviour before it — no window, no end, no timed pause)
+    task_id: int = 0
+    next_occurrence_at: dt.datetime | None = None  # nominal instant of next_run_at when jitter moved it
+    catchup_window_seconds: int | None = None
+    ends_at: dt.datetime | None = None
+    paused_until: dt.datetime | None = None
+
+    @property
+    def next_nominal(self) -> dt.datetime | None:
+        return self.next_occurrence_at or self.next_run_at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +80,14 @@ class Facts:
 
 @dataclasses.dataclass(frozen=True)
 class Due:
-    occurrence_at: dt.datetime
+    occurrence_at: dt.datetime  # the nominal instant
     trigger: Trigger
     coalesce_only: bool = False  # a deadline passed while a follow-up waits for its retry time
+    planned_at: dt.datetime | None = None  # when it was to fire (jitter applied); None: occurrence_at
+
+    @property
+    def planned(self) -> dt.datetime:
+        return self.planned_at or self.occurrence_at
 
 
 class Action(enum.Enum):
@@ -83,6 +98,9 @@ class Action(enum.Enum):
     DEFER = "defer"  # keep it pending until retry_at
     EXHAUST = "exhaust"  # bounds reached before it could fire
     ERROR = "error"  # permanent authorization failure
+    MISS = "miss"  # more than the catch-up window late: record a missed TaskRun, move on (SPEC §14)
+    END = "end"  # the active window ended: the task is completed
+    RESUME = "resume"  # a pause's `until` arrived: the task is active again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,12 +110,13 @@ class Claim:
     action: Action
     due: Due | None = None
     changes: TaskChanges = dataclasses.field(default_factory=TaskChanges)
+    missed_count: int | None = None  # MISS: how many occurrences the record stands for
+    note: str | None = None  # MISS: the record's error; END / RESUME: the chat's status line
 
     def __post_init__(self) -> None:  # decisions build their changes as a dict: checked and frozen here
         object.__setattr__(self, "changes", changes_of(self.changes))
 
 
-NextFn = Callable[[dt.datetime], dt.datetime | None]  # next regular occurrence strictly after an instant
 
 
 def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
@@ -109,14 +128,16 @@ def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
         return None
     if pending_ready:
         return Due(task.pending_occurrence_at or now, Trigger.FOLLOW_UP)
-    if task.next_run_at is not None and task.next_run_at <= now and not task.pending_run:
-        return Due(task.next_run_at, Trigger.SCHEDULE)
-    if task.next_run_at is not None and task.next_run_at <= now and task.pending_run:
-        return Due(task.next_run_at, Trigger.FOLLOW_UP, coalesce_only=True)
+    if task.next_run_at is not None and task.next_run_at <= now:
+        nominal = task.next_nominal or task.next_run_at
+        planned = task.next_run_at if task.next_run_at != nominal else None
+        if task.pending_run:
+            return Due(nominal, Trigger.FOLLOW_UP, coalesce_only=True, planned_at=planned)
+        return Due(nominal, Trigger.SCHEDULE, planned_at=planned)
     return None
 
 
-def _consume(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> dict[str, object]:
+def _consume(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences) -> dict[str, object]:
     """Fields that advance past a regular deadline consumed at ``now`` (from now, never replayed).
 
     A run-now never moves a future deadline, but one that has already passed is coalesced into it.
@@ -124,21 +145,30 @@ def _consume(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> 
     if task.status != TaskStatus.ACTIVE:
         return {}
     if task.next_run_at is not None and task.next_run_at <= now:
-        return {"next_run_at": next_after(now) if task.kind != "once" else None}
+        return next_fields(occurrences(next_after), now) if task.kind != "once" else {"next_run_at": None}
     return {}
 
 
-def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits, next_after: NextFn) -> Claim:
-    """Decide what a due task does now (SPEC §3 "Claim", guardrails, fire-time authorization)."""
+def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
+                 next_after: NextFn | Occurrences) -> Claim:
+    """Decide what a due task does now (SPEC §3 "Claim", §14, guardrails, fire-time authorization)."""
+    plan = occurrences(next_after)
+    if task.status == TaskStatus.PAUSED and task.paused_until is not None and task.paused_until <= now:
+        return _resume(task, now, plan)
+    if _window_over(task, now):
+        return _end(task)
     due = what_is_due(task, now)
     if due is None:
         return Claim(Action.NOTHING)
     forced = due.trigger in FORCED
     if due.coalesce_only:  # one follow-up stands for every deadline missed meanwhile
-        return Claim(Action.QUEUE, due, _consume(task, due, now, next_after))
+        return Claim(Action.QUEUE, due, _consume(task, due, now, plan))
     if not forced and task.max_runs is not None and task.run_count >= task.max_runs:
         return Claim(Action.EXHAUST, due, {"status": TaskStatus.EXHAUSTED, "pending_run": False,
                                            "pending_forced": None, "retry_at": None, "next_run_at": None})
+    if not forced and task.catchup_window_seconds is not None and \
+            (now - due.planned).total_seconds() > task.catchup_window_seconds:
+        return _miss(task, due, now, plan)
     if facts.auth == Auth.PERMANENT:
         changes: dict[str, object] = {"last_error": facts.auth_reason, "pending_run": False,
                                       "pending_forced": None, "retry_at": None}
@@ -165,7 +195,70 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
     return Claim(Action.DISPATCH, due, changes)
 
 
-def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn) -> Claim:
+WINDOW_ENDED = "active window ended"
+
+
+def _window_over(task: TaskView, now: dt.datetime) -> bool:
+    """The active window has ended and no occurrence inside it is still to fire."""
+    if task.status != TaskStatus.ACTIVE or task.ends_at is None or task.ends_at > now:
+        return False
+    nominal = task.next_nominal
+    return nominal is None or nominal >= task.ends_at
+
+
+def _end(task: TaskView) -> Claim:
+    """Completed at the window's end; a regular follow-up is dropped, a queued run-now still fires."""
+    changes: dict[str, object] = {"status": TaskStatus.COMPLETED, "last_error": WINDOW_ENDED, "next_run_at": None}
+    if task.pending_forced is None:
+        changes.update(pending_run=False, pending_occurrence_at=None, retry_at=None)
+    return Claim(Action.END, None, changes, note=WINDOW_ENDED)
+
+
+def _resume(task: TaskView, now: dt.datetime, plan: Occurrences) -> Claim:
+    """A pause's ``until`` arrived: active again from now (nothing replayed), the pause forgotten."""
+    changes: dict[str, object] = {"status": TaskStatus.ACTIVE, "armed_at": now, "paused_until": None,
+                                  "pause_note": None, "paused_by": None, "consecutive_failures": 0}
+    if task.pending_forced is None:
+        changes["retry_at"] = None
+    changes.update(next_fields(plan.rearmed(now), now))
+    note = f"resumed (paused until {utc_text(task.paused_until)})" if task.paused_until else "resumed"
+    if changes["next_run_at"] is None:
+        if task.ends_at is not None and task.ends_at <= now:
+            changes.update(status=TaskStatus.COMPLETED, last_error=WINDOW_ENDED)
+            note = f"{WINDOW_ENDED} while it was paused"
+        elif task.kind == "once":
+            changes.update(status=TaskStatus.ERROR, last_error=PASSED_WHILE_PAUSED)
+            note = PASSED_WHILE_PAUSED
+    return Claim(Action.RESUME, None, changes, note=note)
+
+
+PASSED_WHILE_PAUSED = "its time passed while it was paused"
+
+
+def _miss(task: TaskView, due: Due, now: dt.datetime, plan: Occurrences) -> Claim:
+    """More than the catch-up window late: not fired. One record stands for every occurrence missed;
+    the task moves on to the first one still on time (which fires at once when it is already due)."""
+    window = dt.timedelta(seconds=task.catchup_window_seconds or 0)
+    cutoff = now - window
+    late = f"by {late_text(now - due.planned)} (catch-up window {late_text(window)})"
+    changes: dict[str, object] = {"last_run_status": RunOutcome.MISSED}
+    if due.trigger == Trigger.FOLLOW_UP:  # the follow-up is dropped; the regular deadline is untouched
+        nominal = task.next_nominal
+        until = min(cutoff, nominal - dt.timedelta(microseconds=1)) if nominal is not None else cutoff
+        missed, _ = plan.first_on_time(due.occurrence_at, until)
+        changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None, retry_at=None)
+    elif task.kind == "once":
+        missed = 1
+        changes.update(status=TaskStatus.ERROR, last_error=f"missed {late}", next_run_at=None)
+    else:
+        missed, first_on_time = plan.first_on_time(due.occurrence_at, cutoff)
+        changes.update(next_fields(plan, first_on_time - dt.timedelta(microseconds=1))
+                       if first_on_time is not None else {"next_run_at": None})
+    note = f"missed {late}" if missed == 1 else f"{missed} occurrences missed, the first {late}"
+    return Claim(Action.MISS, due, changes, missed_count=missed, note=note)
+
+
+def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences) -> Claim:
     """The chat has a claim in flight: coalesce into one follow-up, or record a skip."""
     changes = _consume(task, due, now, next_after)
     if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
@@ -192,7 +285,7 @@ def _pending_at(task: TaskView, due: Due) -> dt.datetime:
     return due.occurrence_at
 
 
-def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_after: NextFn,
+def _defer(task: TaskView, due: Due, now: dt.datetime, until: dt.datetime, next_after: NextFn | Occurrences,
            reason: str | None) -> Claim:
     """Keep the occurrence as a pending follow-up that becomes ready at ``until``."""
     changes = _consume(task, due, now, next_after)
@@ -261,8 +354,10 @@ def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str
     elif not succeeded and not stopped:
         earliest = now + dt.timedelta(seconds=backoff_seconds(failures, limits.backoff_seconds,
                                                               limits.backoff_cap_seconds))
-        if task.next_run_at is not None:
+        if task.next_run_at is not None:  # pushed later, the instant is its own nominal; else both stay
             changes["next_run_at"] = max(task.next_run_at, earliest)
+            if earliest <= task.next_run_at:
+                changes["next_occurrence_at"] = task.next_occurrence_at
         if task.pending_run:
             changes["retry_at"] = max(task.retry_at or earliest, earliest)
     return Finish(outcome, changes)

@@ -174,7 +174,7 @@ class Loop:
             self._failed(fire, f"the turn could not start: {result}")
         else:
             self.stats.fires += 1
-            lateness = (self._started_at - fire.occurrence_at).total_seconds() * 1000
+            lateness = (self._started_at - (fire.planned_at or fire.occurrence_at)).total_seconds() * 1000
             log.info("action=fired task_id=%s task_run_id=%s run_id=%s chat_id=%s trigger=%s lateness_ms=%.1f",
                      fire.task_id, fire.task_run_id, result, fire.chat_id, fire.trigger.value, lateness)
 

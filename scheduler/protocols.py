@@ -48,6 +48,7 @@ class Fire:
     max_runs: int | None
     fresh_session: bool
     previous_output: str | None = None  # seeds a fresh session: the last fire's reply
+    planned_at: dt.datetime | None = None  # when it was to fire (jitter applied); lateness counts from it
 
     @property
     def text(self) -> str:

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import sqlalchemy as sa
 
-from app.schedules import timing
 from app.schedules.model import Overlap, ScheduledTask, TaskStatus, Trigger
-from scheduler.decisions import NextFn, TaskView
+from app.schedules.plan import Plan, plan_of
+from scheduler.decisions import TaskView
 
 
-def next_after_fn(task: ScheduledTask) -> NextFn:
-    """next regular occurrence strictly after an instant, for this task's schedule."""
-    schedule = task.parsed_schedule()
-
-    def next_after(after: dt.datetime) -> dt.datetime | None:
-        return timing.next_occurrence(schedule, after, armed_at=task.armed_at)
-
-    return next_after
+def next_after_fn(task: ScheduledTask) -> Plan:
+    """The task's occurrences (window and jitter applied): called, the next one strictly after an instant."""
+    return plan_of(task)
 
 
 def task_view(task: ScheduledTask | sa.Row) -> TaskView:
@@ -39,4 +33,9 @@ def task_view(task: ScheduledTask | sa.Row) -> TaskView:
         active_run_id=task.active_run_id,
         consecutive_failures=task.consecutive_failures,
         last_fire_started_at=task.last_fire_started_at,
+        task_id=task.id or 0,
+        next_occurrence_at=task.next_occurrence_at,
+        catchup_window_seconds=task.catchup_window_seconds,
+        ends_at=task.ends_at,
+        paused_until=task.paused_until,
     )

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import Id, bearer, core_of
-from app.api.schedules import TaskIn, TasksDep, _sent, task_json
+from app.api.schedules import PauseIn, TaskIn, TasksDep, _sent, task_json
 from app.core.clock import rfc3339
 from app.core.errors import Forbidden
 from app.core.grants import GrantView, Scope, resolve_grant
@@ -99,8 +99,13 @@ def delete_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> Response:
 
 
 @router.post("/schedules/{tid}/pause")
-def pause(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return task_json(tasks.pause(actor, tid))
+def pause(tid: Id, actor: ManagerDep, tasks: TasksDep, body: PauseIn | None = None) -> dict[str, Any]:
+    return task_json(tasks.pause(actor, tid, _sent(body) if body is not None else {}))
+
+
+@router.post("/schedules/{tid}/skip-next")
+def skip_next(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    return task_json(tasks.skip_next(actor, tid))
 
 
 @router.post("/schedules/{tid}/run-now", status_code=202)

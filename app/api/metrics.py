@@ -47,7 +47,7 @@ class DatabaseCollector:
             by_run = s.exec(select(Run.source, Run.status, func.count()).group_by(Run.source, Run.status)).all()
             queued = s.exec(select(func.count()).select_from(ScheduledTask).where(ScheduledTask.pending_run)).one()
             iterations = s.exec(select(func.coalesce(func.sum(SchedulerInstance.iterations), 0))).one()
-            late = s.exec(select(TaskRun.started_at, TaskRun.occurrence_at).where(
+            late = s.exec(select(TaskRun.started_at, func.coalesce(TaskRun.planned_at, TaskRun.occurrence_at)).where(
                 TaskRun.trigger == "schedule", TaskRun.started_at.is_not(None))).all()
             spent = s.exec(_usage_sums(core)).one()
             refused = s.exec(_egress_refusals()).all()
@@ -108,7 +108,8 @@ def _lateness(values: list[float]) -> HistogramMetricFamily:
         total = sum(1 for v in values if v <= bound)
         buckets.append((str(bound), total))
     buckets.append(("+Inf", len(values)))
-    return HistogramMetricFamily("chatcron_fire_lateness_seconds", "Actual turn start minus nominal instant",
+    return HistogramMetricFamily("chatcron_fire_lateness_seconds",
+                                 "Actual turn start minus the planned instant (the nominal one with its jitter)",
                                  buckets=buckets, sum_value=sum(values))
 
 

@@ -48,12 +48,17 @@ def task_json(t: Any) -> dict[str, Any]:
         "pending_run": bool(t.pending_run), "retry_at": rfc3339(t.retry_at), "active_run_id": t.active_run_id,
         "created_by": t.created_by, "idempotency_key": t.idempotency_key,
         "created_at": rfc3339(t.created_at), "updated_at": rfc3339(t.updated_at),
+        "next_occurrence_at": rfc3339(t.next_occurrence_at or t.next_run_at),
+        "catchup_window_seconds": t.catchup_window_seconds, "jitter_seconds": t.jitter_seconds,
+        "starts_at": rfc3339(t.starts_at), "ends_at": rfc3339(t.ends_at),
+        "pause_note": t.pause_note, "paused_until": rfc3339(t.paused_until), "paused_by": t.paused_by,
     }
 
 
 def task_run_json(r: Any) -> dict[str, Any]:
     return {
-        "id": r.id, "task_id": r.task_id, "occurrence_at": rfc3339(r.occurrence_at), "trigger": r.trigger,
+        "id": r.id, "task_id": r.task_id, "occurrence_at": rfc3339(r.occurrence_at),
+        "planned_at": rfc3339(r.planned_at or r.occurrence_at), "missed_count": r.missed_count, "trigger": r.trigger,
         "status": r.status, "fire_number": r.fire_number, "attempts": r.attempts, "run_id": r.run_id,
         "claimed_at": rfc3339(r.claimed_at), "started_at": rfc3339(r.started_at),
         "finished_at": rfc3339(r.finished_at), "error": r.error,
@@ -83,6 +88,10 @@ class TaskIn(Strict):
     session: Any = TASK_DEFAULTS["session"]
     notify: Any = TASK_DEFAULTS["notify"]
     idempotency_key: Any = None
+    catchup_window_seconds: Any = TASK_DEFAULTS["catchup_window_seconds"]
+    jitter_seconds: Any = TASK_DEFAULTS["jitter_seconds"]
+    starts_at: Any = None
+    ends_at: Any = None
 
 
 class TaskPatch(Strict):
@@ -93,6 +102,15 @@ class TaskPatch(Strict):
     max_runs: Any = None
     session: Any = None
     notify: Any = None
+    catchup_window_seconds: Any = None
+    jitter_seconds: Any = None
+    starts_at: Any = None
+    ends_at: Any = None
+
+
+class PauseIn(Strict):
+    note: Any = None
+    until: Any = None
 
 
 class PreviewIn(Strict):
@@ -149,8 +167,13 @@ def arm(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
 
 
 @router.post("/schedules/{tid}/pause")
-def pause(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.pause(Actor(user), tid))
+def pause(tid: Id, tasks: TasksDep, user: UserDep, body: PauseIn | None = None) -> dict[str, Any]:
+    return task_json(tasks.pause(Actor(user), tid, _sent(body) if body is not None else {}))
+
+
+@router.post("/schedules/{tid}/skip-next")
+def skip_next(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    return task_json(tasks.skip_next(Actor(user), tid))
 
 
 @router.post("/schedules/{tid}/resume")

@@ -99,6 +99,18 @@ def create_chat(pid: Id, body: ChatIn, core: CoreDep, user: UserDep) -> dict[str
     return chat_json(chats.create_chat(core.db, core.clock, user, pid, body.title))
 
 
+@router.get("/chats")
+def list_loose_chats(core: CoreDep, user: UserDep) -> dict[str, Any]:
+    """The caller's loose chats (outside any project)."""
+    return {"chats": [chat_json(c) for c in chats.list_loose_chats(core.db, user)]}
+
+
+@router.post("/chats", status_code=201)
+def create_loose_chat(core: CoreDep, user: UserDep, body: ChatIn | None = None) -> dict[str, Any]:
+    """A loose chat: no project, no workspace, no schedules (SPEC §14)."""
+    return chat_json(chats.create_chat(core.db, core.clock, user, None, (body or ChatIn()).title))
+
+
 @router.get("/chats/{cid}")
 def get_chat(cid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
     chat = chats.get_chat(core.db, user, cid)

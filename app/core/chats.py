@@ -90,6 +90,13 @@ def list_chats(db: Database, user: User, project_id: int) -> list[Chat]:
         return list(s.exec(select(Chat).where(Chat.project_id == project_id).order_by(Chat.id)))
 
 
+def list_loose_chats(db: Database, user: User) -> list[Chat]:
+    """The user's own chats outside any project, newest first."""
+    with db.read() as s:
+        return list(s.exec(select(Chat).where(Chat.project_id.is_(None), Chat.owner_id == user.id)
+                           .order_by(Chat.id.desc())))
+
+
 def validate_skills(chat: Chat, skills: object) -> list[str]:
     if not isinstance(skills, list) or not all(isinstance(x, str) for x in skills):
         raise InvalidInput("skills", "must be a list of skill names")

@@ -35,6 +35,8 @@ class RunOutcome(enum.StrEnum):
     SKIPPED = "skipped"  # overlap=skip met a busy chat
     QUEUED = "queued"  # the chat was busy; a follow-up will fire when it frees up
     ABANDONED = "abandoned"  # the scheduler holding the claim died
+    MISSED = "missed"  # found more than the catch-up window late: not fired (SPEC §14)
+    DEFERRED = "deferred"  # due, but waits (a project's budget is spent, SPEC §15)
 
 
 class Overlap(enum.StrEnum):
@@ -53,7 +55,17 @@ class SessionMode(enum.StrEnum):
 
 # What a new task gets for the fields a create request leaves out (both APIs, the dialog, the service).
 TASK_DEFAULTS: dict[str, object] = {"overlap": Overlap.QUEUE_ONE.value, "session": SessionMode.RESUME.value,
-                                    "max_runs": None, "notify": Notify.FAILURES.value}
+                                    "max_runs": None, "notify": Notify.FAILURES.value,
+                                    "catchup_window_seconds": 3600, "jitter_seconds": 0,
+                                    "starts_at": None, "ends_at": None}
+DEFAULT_CATCHUP_SECONDS = 3600
+
+
+class PausedBy(enum.StrEnum):
+    """Who made a pause (an agent may not change a user's pause, SPEC §14)."""
+
+    USER = "user"
+    AGENT = "agent"
 
 
 class CreatedBy(enum.StrEnum):
@@ -86,7 +98,9 @@ class ScheduledTask(SQLModel, table=True):
     max_runs: int | None = None
     run_count: int = 0
     status: str = Field(default=TaskStatus.ACTIVE.value, index=True)
-    next_run_at: dt.datetime | None = instant(nullable=True, index=True)
+    next_run_at: dt.datetime | None = instant(nullable=True, index=True)  # when it fires next (jittered)
+    # the nominal instant of that fire when jitter moves it (None: next_run_at is the nominal instant)
+    next_occurrence_at: dt.datetime | None = instant(nullable=True)
     last_run_at: dt.datetime | None = instant(nullable=True)
     last_run_status: str | None = None
     last_error: str | None = None
@@ -103,6 +117,17 @@ class ScheduledTask(SQLModel, table=True):
     created_by: str = CreatedBy.USER.value
     idempotency_key: str | None = Field(default=None, max_length=200)
     notify: str = str(TASK_DEFAULTS["notify"])  # Notify: which of its events reach the owner's channels (SPEC §13)
+    # SPEC §14: how late an occurrence may still fire (None: however late), the spread of fire
+    # instants, the active window [starts_at, ends_at), and a pause's note and end
+    # (no server default here: an explicit None must be written as NULL; the migration gives existing rows 3600)
+    catchup_window_seconds: int | None = Field(default=DEFAULT_CATCHUP_SECONDS,
+                                               sa_column=sa.Column(sa.Integer, nullable=True))
+    jitter_seconds: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
+    starts_at: dt.datetime | None = instant(nullable=True)
+    ends_at: dt.datetime | None = instant(nullable=True, index=True)
+    pause_note: str | None = Field(default=None, sa_column=sa.Column(sa.String(500), nullable=True))
+    paused_until: dt.datetime | None = instant(nullable=True, index=True)
+    paused_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(16), nullable=True))  # PausedBy
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
 
@@ -124,7 +149,9 @@ class TaskRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(sa_column=sa.Column(sa.Integer, sa.ForeignKey("scheduled_tasks.id", ondelete="CASCADE"),
                                              nullable=False, index=True))
-    occurrence_at: dt.datetime = instant(nullable=False)
+    occurrence_at: dt.datetime = instant(nullable=False)  # the nominal instant
+    planned_at: dt.datetime | None = instant(nullable=True)  # when it was to fire (jitter applied)
+    missed_count: int | None = None  # a `missed` record: how many occurrences it stands for
     trigger: str = Trigger.SCHEDULE.value
     requested_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(320), nullable=True))  # run-now by
     status: str = Field(default=RunOutcome.RUNNING.value, index=True)

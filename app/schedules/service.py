@@ -23,11 +23,12 @@ from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded
-from app.core.models import Event, EventType, Project, User
+from app.core.models import Event, EventType, Project
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
-from app.schedules import timing
+from app.schedules import fields, timing
 from app.schedules.model import (
+    DEFAULT_CATCHUP_SECONDS,
     TASK_DEFAULTS,
     CreatedBy,
     Overlap,
@@ -37,22 +38,12 @@ from app.schedules.model import (
     TaskStatus,
     Trigger,
 )
-from app.schedules.spec import ScheduleError, parse_schedule, schedule_to_dict
+from app.schedules.pausing import Actor, PauseOps, set_next
+from app.schedules.plan import plan_of
+from app.schedules.spec import ScheduleError, format_instant, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
-EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify")
-
-
-@dataclasses.dataclass(frozen=True)
-class Actor:
-    """Who asks: a user, or an agent acting for a user inside one chat."""
-
-    user: User
-    agent_chat_id: int | None = None  # set for agents: fenced to this chat
-
-    @property
-    def is_agent(self) -> bool:
-        return self.agent_chat_id is not None
+EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify", *fields.TIMING_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +58,10 @@ class TaskSpec:
     session: SessionMode
     max_runs: int | None
     notify: Notify = Notify.FAILURES
+    timing: fields.Timing = fields.Timing(DEFAULT_CATCHUP_SECONDS, 0, None, None)
 
 
-class TaskService:
+class TaskService(PauseOps):
     def __init__(self, db: Database, clock: Clock, settings: Settings, waker: Waker | None = None) -> None:
         self.db = db
         self.clock = clock
@@ -83,7 +75,11 @@ class TaskService:
         if partial_of is not None:
             current = {"name": partial_of.name, "prompt": partial_of.prompt,
                        "schedule": partial_of.schedule_dict(), "overlap": partial_of.overlap,
-                       "max_runs": partial_of.max_runs, "session": partial_of.session, "notify": partial_of.notify}
+                       "max_runs": partial_of.max_runs, "session": partial_of.session, "notify": partial_of.notify,
+                       "catchup_window_seconds": partial_of.catchup_window_seconds,
+                       "jitter_seconds": partial_of.jitter_seconds,
+                       "starts_at": partial_of.starts_at and format_instant(partial_of.starts_at),
+                       "ends_at": partial_of.ends_at and format_instant(partial_of.ends_at)}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
         prompt = clean_prompt(merged.get("prompt"), "prompt", self.settings.prompt_max_bytes, strip=False)
@@ -97,7 +93,9 @@ class TaskService:
                 self._check_timing(schedule)
         except ScheduleError as exc:
             raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
-        return TaskSpec(name=name, prompt=prompt, schedule=schedule,
+        changed = set(body) if partial_of is not None else {"schedule", *fields.TIMING_FIELDS}
+        window = fields.check(merged, schedule, self.clock.now(), changed=changed)
+        return TaskSpec(name=name, prompt=prompt, schedule=schedule, timing=window,
                         schedule_json=json.dumps(schedule_to_dict(schedule), sort_keys=True),
                         overlap=_enum(Overlap, merged.get("overlap", TASK_DEFAULTS["overlap"]), "overlap"),
                         session=_enum(SessionMode, merged.get("session", TASK_DEFAULTS["session"]), "session"),
@@ -164,13 +162,15 @@ class TaskService:
             max_runs=spec.max_runs, notify=spec.notify.value, status=status.value, idempotency_key=key,
             created_by=(CreatedBy.AGENT if actor.is_agent else CreatedBy.USER).value,
             armed_at=None if actor.is_agent else now, created_at=now, updated_at=now,
-            next_run_at=None if actor.is_agent else timing.next_occurrence(spec.schedule, now, armed_at=now),
+            **dataclasses.asdict(spec.timing),
         )
         try:
             with self.db.write() as s:
                 self._check_quotas(s, chat.project_id)
                 s.add(task)
-                s.flush()
+                s.flush()  # the id: the jitter is derived from it
+                if not actor.is_agent:
+                    set_next(task, plan_of(task).next_fire(now))
                 if status == TaskStatus.DRAFT:
                     attention.record(s.connection(), [attention.row(
                         now, AttentionKind.DRAFT_CREATED, user_email=task.owner, user_id=actor.user.id, chat_id=chat_id,
@@ -223,11 +223,14 @@ class TaskService:
             row.name, row.prompt, row.overlap, row.session = spec.name, spec.prompt, spec.overlap.value, \
                 spec.session.value
             row.max_runs, row.notify = spec.max_runs, spec.notify.value
+            for key, value in dataclasses.asdict(spec.timing).items():
+                setattr(row, key, value)
             if "schedule" in body:
                 row.schedule = spec.schedule_json
-                if row.status == TaskStatus.ACTIVE.value:
-                    row.armed_at = now
-                    row.next_run_at = timing.next_occurrence(spec.schedule, now, armed_at=now)
+            if set(body) & {"schedule", "jitter_seconds", "starts_at", "ends_at"} and \
+                    row.status == TaskStatus.ACTIVE.value:
+                row.armed_at = now
+                set_next(row, plan_of(row).next_fire(now))
 
         return self._mutate(task_id, change)
 
@@ -254,28 +257,15 @@ class TaskService:
 
     def _activate(self, row: ScheduledTask) -> None:
         now = self.clock.now()
-        schedule = row.parsed_schedule()
-        next_at = timing.next_occurrence(schedule, now, armed_at=now)
-        if next_at is None:
+        following = plan_of(row).rearmed(now).next_fire(now)
+        if following is None:
+            if row.ends_at is not None and row.ends_at <= now:
+                raise Conflict(f"its active window ended at {format_instant(row.ends_at)}; change ends_at first")
             raise Conflict("its time has passed; edit the schedule first")
-        row.status, row.armed_at, row.next_run_at = TaskStatus.ACTIVE.value, now, next_at
+        row.status, row.armed_at = TaskStatus.ACTIVE.value, now
+        set_next(row, following)
         row.consecutive_failures, row.retry_at = 0, None
-
-    def pause(self, actor: Actor, task_id: int) -> ScheduledTask:
-        """active / error → paused (idempotent); a pending regular follow-up is dropped."""
-        task = self.get(actor, task_id)
-        if task.status == TaskStatus.PAUSED.value:
-            return task
-        allowed = (TaskStatus.ACTIVE, TaskStatus.ERROR)
-        if task.status not in {s.value for s in allowed}:
-            raise Conflict(f"only an active schedule can be paused; this one is {task.status}")
-
-        def change(row: ScheduledTask) -> None:
-            row.status = TaskStatus.PAUSED.value
-            if row.pending_forced is None:
-                row.pending_run, row.pending_occurrence_at, row.retry_at = False, None, None
-
-        return self._mutate(task_id, change, expect=allowed)
+        row.pause_note, row.paused_until, row.paused_by = None, None, None
 
     def run_now(self, actor: Actor, task_id: int) -> ScheduledTask:
         """Ask for one fire as soon as possible, without moving the regular deadline or the status."""
@@ -331,9 +321,10 @@ class TaskService:
                 raise NotFound(f"no schedule with id {task_id}")
             if expect is not None and row.status not in {e.value for e in expect}:
                 raise Conflict(f"the schedule changed meanwhile; it is now {row.status}")
-            change(row)
+            extra = change(row)  # a change may return rows to insert with it
             row.updated_at = self.clock.now()
             s.add(row)
+            s.add_all(extra or [])
             s.flush()
         self.waker.notify()
         return row

@@ -167,12 +167,49 @@ CREATE_CASES = [
       "session": "fresh", "notify": "always", "idempotency_key": "k-1"}),
     (["--every", "300", "--overlap", "queue_one"],
      {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "queue_one"}),
+    # issue 23: catch-up window, jitter, active window (SPEC §14)
+    (["--every", "1h", "--catchup", "15m"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": 900}),
+    (["--every", "1h", "--catchup", "300"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": 300}),
+    (["--every", "1h", "--catchup", "1d"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": 86400}),
+    (["--every", "1h", "--catchup", "none"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": None}),
+    (["--every", "1h", "--catchup", "NONE"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": None}),
+    (["--every", "1h", "--jitter", "0"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "jitter_seconds": 0}),
+    (["--every", "1h", "--jitter", "90s"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "jitter_seconds": 90}),
+    (["--cron", "0 9 * * *", "--tz", "UTC", "--jitter", "5m"],
+     {"schedule": {"kind": "cron", "cron": "0 9 * * *", "timezone": "UTC"}, "jitter_seconds": 300}),
+    (["--at", "2027-03-02T09:00:00+01:00", "--jitter", "10m", "--catchup", "2h"],
+     {"schedule": {"kind": "once", "at": "2027-03-02T09:00:00+01:00"}, "jitter_seconds": 600,
+      "catchup_window_seconds": 7200}),
+    (["--cron", "0 9 * * 1-5", "--tz", "Europe/Paris", "--starts", "2027-01-04T00:00:00+01:00", "--ends",
+      "2027-02-01T00:00:00Z"],
+     {"schedule": {"kind": "cron", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"},
+      "starts_at": "2027-01-04T00:00:00+01:00", "ends_at": "2027-02-01T00:00:00+00:00"}),
+    (["--every", "30m", "--starts", "1798761600000"],
+     {"schedule": {"kind": "interval", "every_seconds": 1800}, "starts_at": "2027-01-01T00:00:00.000Z"}),
+    (["--every", "30m", "--ends", "2027-02-01T00:00:00Z"],
+     {"schedule": {"kind": "interval", "every_seconds": 1800}, "ends_at": "2027-02-01T00:00:00+00:00"}),
+    (["--every", "30m", "--max-runs", "4", "--catchup", "none", "--jitter", "1m", "--starts",
+      "2027-01-04T08:00:00Z", "--ends", "2027-01-05T08:00:00Z", "--idempotency-key", "k-2"],
+     {"schedule": {"kind": "interval", "every_seconds": 1800}, "max_runs": 4, "catchup_window_seconds": None,
+      "jitter_seconds": 60, "starts_at": "2027-01-04T08:00:00+00:00", "ends_at": "2027-01-05T08:00:00+00:00",
+      "idempotency_key": "k-2"}),
 ]
 
 
 @pytest.mark.parametrize(("flags", "expected"), CREATE_CASES,
                          ids=["cron", "cron-macro", "at-offset", "at-z", "at-unix-ms", "every-seconds",
-                              "every-minutes", "every-hours", "every-days", "all-options", "overlap-default-named"])
+                              "every-minutes", "every-hours", "every-days", "all-options", "overlap-default-named",
+                              "catchup-minutes", "catchup-seconds", "catchup-days", "catchup-none",
+                              "catchup-none-upper", "jitter-zero", "jitter-seconds", "jitter-cron",
+                              "once-jitter-catchup", "cron-window", "every-starts-unix-ms", "every-ends-only",
+                              "every-everything"])
 def test_create_sends_the_schedule_and_only_the_options_given(stub: Stub, flags: list[str],
                                                               expected: dict[str, Any]) -> None:
     stub.answer("POST", "/agent-api/schedules", 201, task())
@@ -215,6 +252,38 @@ def test_create_repeated_with_the_same_key_reports_the_existing_task(stub: Stub)
     assert result.returncode == 0
     assert result.stdout.startswith('schedule 12 "daily news" already exists for idempotency key \'k-1\'')
     assert "nothing new was created" in result.stdout
+
+
+@pytest.mark.parametrize("flag", ["--starts", "--ends"])
+def test_a_relative_window_bound_is_sent_as_an_absolute_utc_instant(stub: Stub, flag: str) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    before = dt.datetime.now(UTC).replace(microsecond=0)
+    result = cli(stub, "create", "--name", "n", "--prompt", "p", "--every", "1h", flag, "+2h")
+    after = dt.datetime.now(UTC)
+    assert result.returncode == 0, result.stderr
+    sent = only_request(stub).json
+    key = {"--starts": "starts_at", "--ends": "ends_at"}[flag]
+    assert sent[key].endswith("Z")
+    assert ({"starts_at", "ends_at"} - {key}).isdisjoint(sent)
+    moment = dt.datetime.fromisoformat(sent[key].replace("Z", "+00:00"))
+    assert before + dt.timedelta(hours=2) <= moment <= after + dt.timedelta(hours=2)
+
+
+def test_create_without_the_new_flags_sends_none_of_their_keys(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 201, task())
+    result = cli(stub, "create", "--name", "n", "--prompt", "p", "--every", "1h")
+    assert result.returncode == 0, result.stderr
+    sent = only_request(stub).json
+    assert {"catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at"}.isdisjoint(sent)
+
+
+def test_create_refused_for_a_too_large_jitter_shows_the_apis_sentence(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules", 400,
+                error("invalid", "jitter_seconds: at most 360 (a tenth of the schedule's smallest gap)"))
+    result = cli(stub, "create", "--name", "n", "--prompt", "p", "--every", "1h", "--jitter", "10m")
+    assert result.returncode == 1
+    assert only_request(stub).json["jitter_seconds"] == 600
+    assert "jitter_seconds: at most 360 (a tenth of the schedule's smallest gap) (HTTP 400)" in result.stderr
 
 
 def test_prompt_file_is_read_as_utf8(stub: Stub, tmp_path: Path) -> None:
@@ -347,6 +416,225 @@ def test_arm_and_resume_are_refused_with_the_apis_sentence(stub: Stub, command: 
     assert "only a user can arm or resume a schedule" in result.stderr
     assert "Schedules drawer" in result.stderr
     assert result.stdout == ""
+
+
+# -- pause with a note and until, skip-next (SPEC §14) ---------------------------------------------
+
+PAUSE_BODIES = [
+    (["--note", "waiting for the v2 release"], {"note": "waiting for the v2 release"}),
+    (["--until", "2027-01-04T08:00:00+01:00"], {"until": "2027-01-04T08:00:00+01:00"}),
+    (["--until", "2027-01-04T07:00:00Z"], {"until": "2027-01-04T07:00:00+00:00"}),
+    (["--until", "1798761600000"], {"until": "2027-01-01T00:00:00.000Z"}),
+    (["--note", "holiday", "--until", "2027-01-04T07:00:00Z"],
+     {"note": "holiday", "until": "2027-01-04T07:00:00+00:00"}),
+    (["--note", "x" * 500], {"note": "x" * 500}),
+]
+
+
+@pytest.mark.parametrize(("flags", "body"), PAUSE_BODIES,
+                         ids=["note", "until-offset", "until-z", "until-unix-ms", "note-and-until", "note-500"])
+def test_pause_sends_only_the_note_and_until_given(stub: Stub, flags: list[str], body: dict[str, Any]) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 200, task(status="paused"))
+    result = cli(stub, "pause", "12", *flags)
+    assert result.returncode == 0, result.stderr
+    seen = only_request(stub)
+    assert (seen.method, seen.path, seen.json) == ("POST", "/agent-api/schedules/12/pause", body)
+    assert seen.headers["Content-Type"] == "application/json"
+
+
+def test_pause_until_relative_is_sent_as_an_absolute_utc_instant(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 200, task(status="paused"))
+    before = dt.datetime.now(UTC).replace(microsecond=0)
+    result = cli(stub, "pause", "12", "--until", "+3d")
+    after = dt.datetime.now(UTC)
+    assert result.returncode == 0, result.stderr
+    sent = only_request(stub).json
+    assert set(sent) == {"until"} and sent["until"].endswith("Z")
+    until = dt.datetime.fromisoformat(sent["until"].replace("Z", "+00:00"))
+    assert before + dt.timedelta(days=3) <= until <= after + dt.timedelta(days=3)
+
+
+def test_pause_until_says_when_it_resumes_by_itself(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 200,
+                task(status="paused", paused_by="agent", paused_until="2027-01-04T07:00:00.000Z",
+                     pause_note="waiting for the v2 release"))
+    result = cli(stub, "pause", "12", "--note", "waiting for the v2 release", "--until", "2027-01-04T07:00:00Z")
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.splitlines()
+    assert first == ('paused schedule 12 "daily news" until 2027-01-04 07:00Z (2027-01-04 08:00 Europe/Paris); '
+                     "it resumes by itself then (a user can resume it sooner from the Schedules drawer)")
+    assert second == "  note: waiting for the v2 release"
+    assert result.stderr == ""
+
+
+def test_pause_without_until_does_not_promise_a_resume(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 200, task(status="paused", paused_by="agent"))
+    result = cli(stub, "pause", "12")
+    assert result.stdout == 'paused schedule 12 "daily news" (a user can resume it from the Schedules drawer)\n'
+
+
+USERS_PAUSE = "a user paused this schedule; an agent cannot change that pause (its note or when it resumes)"
+
+
+@pytest.mark.parametrize("flags", [["--until", "+1h"], ["--note", "n"], ["--note", "n", "--until", "+1d"]],
+                         ids=["until", "note", "both"])
+def test_changing_a_users_pause_is_refused_with_the_apis_message(stub: Stub, flags: list[str]) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 403, error("forbidden", USERS_PAUSE))
+    result = cli(stub, "pause", "12", *flags)
+    assert result.returncode == 1  # api_error: every 403 is exit 1 (only 401 is 3)
+    assert f"remote-schedule: {USERS_PAUSE} (HTTP 403)" in result.stderr
+    assert "arm or resume" not in result.stderr  # the arm/resume hint is not added to this refusal
+    assert result.stdout == ""
+
+
+def test_changing_a_users_pause_with_json_prints_the_apis_error_body(stub: Stub) -> None:
+    body = error("forbidden", USERS_PAUSE)
+    stub.answer("POST", "/agent-api/schedules/12/pause", 403, body)
+    result = cli(stub, "--json", "pause", "12", "--until", "+1h")
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == body
+    assert USERS_PAUSE in result.stderr
+
+
+def test_pause_until_in_the_past_is_refused_by_the_api(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/12/pause", 400, error("invalid", "until: must be in the future"))
+    result = cli(stub, "pause", "12", "--until", "2020-01-01T00:00:00Z")
+    assert result.returncode == 1
+    assert "until: must be in the future (HTTP 400)" in result.stderr
+
+
+ACTIVE = {"status": "active", "enabled": True, "schedule": {"kind": "cron", "cron": "0 9 * * *", "timezone": "UTC"},
+          "description": "At 09:00 (UTC)"}
+
+
+def test_skip_next_posts_and_says_what_was_skipped_and_what_comes_next(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200,
+                task(**ACTIVE, next_run_at="2027-01-04T09:00:00.000Z", next_occurrence_at="2027-01-04T09:00:00.000Z"))
+    stub.answer("POST", "/agent-api/schedules/12/skip-next", 200,
+                task(**ACTIVE, next_run_at="2027-01-05T09:00:00.000Z", next_occurrence_at="2027-01-05T09:00:00.000Z"))
+    result = cli(stub, "skip-next", "12")
+    assert result.returncode == 0, result.stderr
+    assert [(r.method, r.path, r.json) for r in stub.requests] == [
+        ("GET", "/agent-api/schedules/12", None), ("POST", "/agent-api/schedules/12/skip-next", None)]
+    assert result.stdout.splitlines() == [
+        'schedule 12 "daily news": skipped the occurrence of 2027-01-04 09:00Z (2027-01-04 09:00 UTC) '
+        "(recorded as skipped)",
+        "  next run: 2027-01-05 09:00Z (2027-01-05 09:00 UTC)"]
+    assert result.stderr == ""
+
+
+def test_skip_next_names_the_nominal_occurrence_when_jitter_moves_the_run(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200,
+                task(**ACTIVE, jitter_seconds=600, next_run_at="2027-01-04T09:04:00.000Z",
+                     next_occurrence_at="2027-01-04T09:00:00.000Z"))
+    stub.answer("POST", "/agent-api/schedules/12/skip-next", 200,
+                task(**ACTIVE, jitter_seconds=600, next_run_at="2027-01-05T09:07:30.000Z",
+                     next_occurrence_at="2027-01-05T09:00:00.000Z"))
+    lines = cli(stub, "skip-next", "12").stdout.splitlines()
+    assert 'schedule 12 "daily news": skipped the occurrence of 2027-01-04 09:00Z (' in lines[0]
+    assert lines[1] == ("  next run: 2027-01-05 09:07Z (2027-01-05 09:07 UTC) "
+                        "(occurrence of 2027-01-05 09:00Z (2027-01-05 09:00 UTC), moved by jitter)")
+
+
+def test_skip_next_of_the_last_occurrence_in_the_active_window(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200,
+                task(**ACTIVE, next_run_at="2027-01-04T09:00:00.000Z", ends_at="2027-01-05T00:00:00.000Z"))
+    stub.answer("POST", "/agent-api/schedules/12/skip-next", 200,
+                task(**ACTIVE, next_run_at=None, ends_at="2027-01-05T00:00:00.000Z"))
+    result = cli(stub, "skip-next", "12")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1] == (
+        "  no occurrence remains before its active window ends; it completes then")
+
+
+def test_skip_next_json_prints_the_task_after_the_skip(stub: Stub) -> None:
+    after = task(**ACTIVE, next_run_at="2027-01-05T09:00:00.000Z")
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(**ACTIVE, next_run_at="2027-01-04T09:00:00.000Z"))
+    stub.answer("POST", "/agent-api/schedules/12/skip-next", 200, after)
+    result = cli(stub, "skip-next", "12", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == after
+
+
+@pytest.mark.parametrize("message", ["only an active schedule can skip its next occurrence",
+                                     "a once schedule has no next occurrence to skip; pause or delete it"])
+def test_skip_next_refused_with_409_exits_1_with_the_apis_sentence(stub: Stub, message: str) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(status="paused"))
+    stub.answer("POST", "/agent-api/schedules/12/skip-next", 409, error("conflict", message))
+    result = cli(stub, "skip-next", "12")
+    assert result.returncode == 1
+    assert f"{message} (HTTP 409)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_skip_next_of_an_unknown_schedule_stops_before_the_post(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 404, error("not_found", "no schedule with id 12"))
+    result = cli(stub, "skip-next", "12")
+    assert result.returncode == 1
+    assert [r.method for r in stub.requests] == ["GET"]
+    assert "no schedule with id 12 (HTTP 404)" in result.stderr
+
+
+# -- show: the second-round fields -------------------------------------------------------------
+
+def test_show_gives_catchup_jitter_window_pause_and_the_nominal_occurrence(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(
+        status="paused", catchup_window_seconds=5400, jitter_seconds=300,
+        next_run_at="2027-01-04T08:03:10.000Z", next_occurrence_at="2027-01-04T08:00:00.000Z",
+        starts_at="2027-01-01T00:00:00.000Z", ends_at="2027-02-01T00:00:00.000Z",
+        paused_by="user", paused_until="2027-01-03T23:00:00.000Z", pause_note="back on Monday"))
+    result = cli(stub, "show", "12")
+    assert result.returncode == 0, result.stderr
+    for line in [
+        "next run:        2027-01-04 08:03Z (2027-01-04 09:03 Europe/Paris)",
+        "next occurrence: 2027-01-04 08:00Z (2027-01-04 09:00 Europe/Paris) (the next run is this plus its jitter)",
+        "catch-up window: 1 h 30 min (an occurrence later than this is recorded missed)",
+        "jitter:          up to 5 min after each occurrence",
+        "active window:   from 2027-01-01 00:00Z (2027-01-01 01:00 Europe/Paris) "
+        "until 2027-02-01 00:00Z (2027-02-01 01:00 Europe/Paris)",
+        "paused by:       a user (only a user can change or lift this pause)",
+        "paused until:    2027-01-03 23:00Z (2027-01-04 00:00 Europe/Paris) (then it resumes by itself)",
+        "pause note:      back on Monday",
+    ]:
+        assert line in result.stdout.splitlines(), (line, result.stdout)
+
+
+def test_show_an_unbounded_catchup_and_a_window_with_nothing_left(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(
+        status="active", catchup_window_seconds=None, jitter_seconds=0, next_run_at=None, next_occurrence_at=None,
+        starts_at=None, ends_at="2027-02-01T00:00:00.000Z"))
+    lines = cli(stub, "show", "12").stdout.splitlines()
+    assert "catch-up window: none (a late occurrence always fires once)" in lines
+    assert ("active window:   until 2027-02-01 00:00Z (2027-02-01 01:00 Europe/Paris) (no occurrence remains "
+            "before it ends; the task completes then)") in lines
+    assert not any(line.startswith(("jitter:", "next occurrence:", "paused", "pause note:")) for line in lines)
+
+
+def test_show_an_agents_own_pause(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(status="paused", paused_by="agent"))
+    lines = cli(stub, "show", "12").stdout.splitlines()
+    assert "paused by:       an agent (you may change its note and until)" in lines
+    assert not any(line.startswith(("paused until:", "pause note:")) for line in lines)
+
+
+def test_show_leaves_out_what_is_not_set(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(
+        status="active", next_run_at="2027-01-04T08:00:00.000Z", next_occurrence_at="2027-01-04T08:00:00.000Z",
+        jitter_seconds=0, starts_at=None, ends_at=None, pause_note=None, paused_until=None, paused_by=None))
+    text = cli(stub, "show", "12").stdout
+    for absent in ["next occurrence:", "jitter:", "active window:", "paused", "pause note:", "catch-up window:"]:
+        assert absent not in text, absent
+
+
+def test_list_stays_compact_with_the_new_fields(stub: Stub) -> None:
+    busy = task(id=13, status="paused", catchup_window_seconds=None, jitter_seconds=300,
+                starts_at="2027-01-01T00:00:00.000Z", ends_at="2027-02-01T00:00:00.000Z",
+                pause_note="a long note " * 20, paused_until="2027-01-03T23:00:00.000Z", paused_by="agent",
+                next_run_at=None, next_occurrence_at=None)
+    stub.answer("GET", "/agent-api/schedules", 200, {"schedules": [busy]})
+    lines = cli(stub, "list").stdout.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "NAME", "NEXT", "RUN", "RUNS", "DESCRIPTION"]
+    assert len(lines) == 2 and "note" not in lines[1] and len(lines[1]) < 160
 
 
 # -- cancel by idempotency key ----------------------------------------------------------------
@@ -519,15 +807,39 @@ USAGE_ERRORS = [
     ([*CREATE, "--prompt", "p", "--every", "60", "--overlap", "always"], "invalid choice"),
     ([*CREATE, "--prompt", "   ", "--every", "60"], "the prompt is empty"),
     ([*CREATE, "--prompt-file", "no-such-file.md", "--every", "60"], "cannot read 'no-such-file.md'"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--jitter", "abc"],
+     "argument --jitter: must be a duration (0, 30, 90s, 5m, 1h), not 'abc'"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--jitter", "-5"], "argument --jitter: must be a duration"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--jitter", "2d"], "more than the largest jitter (1d)"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--jitter", "none"], "argument --jitter: must be a duration"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--catchup", "0"],
+     "argument --catchup: must be a duration (300, 15m, 2h, 1d) or none, not '0'"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--catchup", "never"], "argument --catchup: must be a duration"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--catchup", "400d"], "longer than the longest catch-up window"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--starts", "2027-01-04T08:00:00"],
+     "argument --starts: '2027-01-04T08:00:00' has no UTC offset"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--ends", "next week"], "argument --ends: 'next week' is not a time"),
+    ([*CREATE, "--prompt", "p", "--at", "+1h", "--starts", "+10m"], "--starts and --ends only apply to --cron"),
+    ([*CREATE, "--prompt", "p", "--at", "+1h", "--ends", "+2h"], "--starts and --ends only apply to --cron"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--starts", "2027-01-05T00:00:00Z", "--ends",
+      "2027-01-05T01:00:00+01:00"], "--ends (2027-01-05T01:00:00+01:00) must be after --starts"),
     (["show"], "ID"),
     (["show", "twelve"], "must be a whole number"),
     (["pause", "0"], "must be a whole number"),
+    (["pause", "12", "--until", "2027-01-04T08:00:00"], "argument --until: '2027-01-04T08:00:00' has no UTC offset"),
+    (["pause", "12", "--until", "monday"], "argument --until: 'monday' is not a time"),
+    (["pause", "12", "--until"], "argument --until: expected one argument"),
+    (["pause", "12", "--note", "x" * 501], "argument --note: is 501 characters long; a pause note holds at most 500"),
+    (["skip-next"], "ID"),
+    (["skip-next", "0"], "must be a whole number"),
+    (["skip-next", "12", "--until", "+1h"], "unrecognized arguments"),
     (["cancel"], "--idempotency-key"),
     (["list", "--verbose"], "unrecognized arguments"),
 ]
 
 
-@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) or "nothing" for a, _ in USAGE_ERRORS])
+@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS,
+                         ids=[" ".join(a)[:80] or "nothing" for a, _ in USAGE_ERRORS])
 def test_usage_errors_exit_2_and_send_nothing(stub: Stub, tmp_path: Path, argv: list[str], message: str) -> None:
     result = cli(stub, *argv, cwd=tmp_path)
     assert result.returncode == 2, (result.stdout, result.stderr)
@@ -549,8 +861,8 @@ def test_empty_stdin_prompt_is_a_usage_error(stub: Stub) -> None:
 
 # -- help ----------------------------------------------------------------------------------------
 
-COMMANDS = ["create", "list", "show", "pause", "arm", "resume", "run-now", "delete", "cancel", "complete-current",
-            "whoami"]
+COMMANDS = ["create", "list", "show", "pause", "skip-next", "arm", "resume", "run-now", "delete", "cancel",
+            "complete-current", "whoami"]
 
 
 def test_main_help_teaches_drafts_user_only_arming_and_exit_codes() -> None:
@@ -579,6 +891,26 @@ def test_create_help_explains_drafts_timing_and_completion_conditions() -> None:
                    "--prompt-file", "'-' for stdin", "observable completion condition", "--max-runs",
                    "--idempotency-key", "+30m", "@daily"]:
         assert needle in text, needle
+
+
+def test_create_help_explains_catchup_jitter_and_the_active_window() -> None:
+    text = " ".join(run("create", "--help", url=None, token=None).stdout.split())
+    for needle in ["--catchup SECONDS|none", "--jitter SECONDS", "--starts TIME", "--ends TIME", "missed",
+                   "none = no limit", "a tenth of the schedule's smallest gap", "fires first AT --starts",
+                   "active window ended", "Not with --at"]:
+        assert needle in text, needle
+
+
+def test_pause_help_explains_note_until_and_the_users_pause() -> None:
+    text = " ".join(run("pause", "--help", url=None, token=None).stdout.split())
+    for needle in ["--note TEXT", "--until TIME", "resumes by itself", "not replayed",
+                   "A pause a user made can only be changed by a user", "+3d"]:
+        assert needle in text, needle
+
+
+def test_skip_next_help_says_what_is_refused() -> None:
+    text = " ".join(run("skip-next", "--help", url=None, token=None).stdout.split())
+    assert "recorded as skipped" in text and "not active" in text and "once schedule" in text
 
 
 @pytest.mark.parametrize("command", ["arm", "resume"])

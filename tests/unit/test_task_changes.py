@@ -17,7 +17,10 @@ def test_only_set_fields_are_written_and_none_is_a_value() -> None:
     c = changes({"next_run_at": None, "status": TaskStatus.ERROR})
     assert dict(c) == {"status": TaskStatus.ERROR, "next_run_at": None}
     assert "retry_at" not in c and len(c) == 2
-    assert c.columns() == {"status": "error", "next_run_at": None}
+    # a new next_run_at without its nominal instant is its own nominal: next_occurrence_at is cleared
+    assert c.columns() == {"status": "error", "next_run_at": None, "next_occurrence_at": None}
+    kept = changes({"next_run_at": AT, "next_occurrence_at": AT - dt.timedelta(seconds=5)})
+    assert kept.columns() == {"next_run_at": AT, "next_occurrence_at": AT - dt.timedelta(seconds=5)}
     with pytest.raises(KeyError):
         c["retry_at"]
 

@@ -1,0 +1,138 @@
+"""Checking the fields of SPEC §14 — catch-up window, jitter, active window, a pause's note and end.
+
+Pure: each function takes the raw value (from either API or the dialog) and the instant to judge
+it by, and returns the stored value or raises InvalidInput naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from app.core.errors import InvalidInput
+from app.core.text import clean_prompt
+from app.schedules import timing
+from app.schedules.plan import Plan
+from app.schedules.spec import (
+    CronSchedule,
+    IntervalSchedule,
+    OnceSchedule,
+    Schedule,
+    ScheduleError,
+    format_instant,
+    parse_instant,
+    span,
+)
+
+MAX_CATCHUP_SECONDS = 366 * 86400
+MAX_JITTER_SECONDS = 86400
+ONCE_MAX_JITTER_SECONDS = 600  # a once task has no gap to take a tenth of
+MAX_NOTE_CHARS = 500
+MAX_PAUSE = dt.timedelta(days=3660)
+TIMING_FIELDS = ("catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at")
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    catchup_window_seconds: int | None
+    jitter_seconds: int
+    starts_at: dt.datetime | None
+    ends_at: dt.datetime | None
+
+
+def catchup(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CATCHUP_SECONDS:
+        raise InvalidInput("catchup_window_seconds", f"must be a whole number of seconds from 1 to "
+                           f"{MAX_CATCHUP_SECONDS} (null: fire however late)")
+    return value
+
+
+def jitter_bound(schedule: Schedule, now: dt.datetime) -> int:
+    """The largest jitter a schedule takes: a tenth of its smallest gap (once tasks: 600 s)."""
+    if isinstance(schedule, OnceSchedule):
+        return ONCE_MAX_JITTER_SECONDS
+    if isinstance(schedule, IntervalSchedule):
+        return min(MAX_JITTER_SECONDS, schedule.every_seconds // 10)
+    assert isinstance(schedule, CronSchedule)
+    gap = timing.min_gap_seconds(schedule.cron, schedule.timezone, start=now)
+    return MAX_JITTER_SECONDS if gap is None else min(MAX_JITTER_SECONDS, gap // 10)
+
+
+def jitter(value: object, schedule: Schedule, now: dt.datetime) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput("jitter_seconds", "must be a whole number of seconds, 0 or more")
+    bound = jitter_bound(schedule, now)
+    if value > bound:
+        why = "a once task's limit" if isinstance(schedule, OnceSchedule) else "a tenth of the schedule's smallest gap"
+        raise InvalidInput("jitter_seconds", f"{value} s is more than {why} ({bound} s)")
+    return value
+
+
+def instant_or_none(value: object, field: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_instant(value, field)
+    except ScheduleError as exc:
+        raise InvalidInput(field, str(exc).removeprefix(f"{field}: ")) from None
+
+
+def window(starts: object, ends: object, schedule: Schedule, now: dt.datetime, *, check_future: bool,
+           armed_at: dt.datetime | None = None) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The active window ``[starts_at, ends_at)``; it must leave the schedule an occurrence."""
+    starts_at, ends_at = instant_or_none(starts, "starts_at"), instant_or_none(ends, "ends_at")
+    if isinstance(schedule, OnceSchedule):
+        for field, value in (("starts_at", starts_at), ("ends_at", ends_at)):
+            if value is not None:
+                raise InvalidInput(field, "a once schedule fires at schedule.at; an active window is for cron "
+                                   "and interval schedules")
+        return None, None
+    if starts_at is not None and ends_at is not None and ends_at <= starts_at:
+        raise InvalidInput("ends_at", f"must be after starts_at ({format_instant(starts_at)})")
+    if check_future and ends_at is not None:
+        if ends_at <= now:
+            raise InvalidInput("ends_at", "must be in the future")
+        if Plan(schedule, armed_at=armed_at or now, starts_at=starts_at, ends_at=ends_at).next_after(now) is None:
+            raise InvalidInput("ends_at", "no occurrence of the schedule falls before it")
+    return starts_at, ends_at
+
+
+def pause_note(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("note", "must be text")
+    text = clean_prompt(value, "note", 4 * MAX_NOTE_CHARS, strip=True)
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidInput("note", f"is {len(text)} characters; the limit is {MAX_NOTE_CHARS}")
+    return text or None
+
+
+def pause_until(value: object, now: dt.datetime) -> dt.datetime | None:
+    until = instant_or_none(value, "until")
+    if until is None:
+        return None
+    if until <= now:
+        raise InvalidInput("until", "must be in the future")
+    if until - now > MAX_PAUSE:
+        raise InvalidInput("until", f"is more than {span(int(MAX_PAUSE.total_seconds()))} away")
+    return until
+
+
+def check(merged: dict[str, Any], schedule: Schedule, now: dt.datetime, *, changed: set[str],
+          armed_at: dt.datetime | None = None) -> Timing:
+    """The §14 fields of a create body (``changed`` = all) or of a PATCH merged onto the task
+    (``changed`` = the keys sent, with "schedule" when the schedule changes): a field is judged
+    against now only when it or the schedule changes."""
+    timing_changed = bool(changed & {"schedule", "jitter_seconds", "starts_at", "ends_at"})
+    jitter_value = merged.get("jitter_seconds")
+    starts_at, ends_at = window(merged.get("starts_at"), merged.get("ends_at"), schedule, now,
+                                check_future=bool(changed & {"schedule", "starts_at", "ends_at"}), armed_at=armed_at)
+    return Timing(catchup_window_seconds=catchup(merged.get("catchup_window_seconds")),
+                  jitter_seconds=jitter(jitter_value, schedule, now) if timing_changed else int(jitter_value or 0),
+                  starts_at=starts_at, ends_at=ends_at)
