@@ -73,6 +73,7 @@ ENDPOINTS = [
     Endpoint("delete", "DELETE", "/agent-api/schedules/{tid}"),
     Endpoint("pause", "POST", "/agent-api/schedules/{tid}/pause"),
     Endpoint("run-now", "POST", "/agent-api/schedules/{tid}/run-now"),
+    Endpoint("skip-next", "POST", "/agent-api/schedules/{tid}/skip-next"),
     Endpoint("arm", "POST", "/agent-api/schedules/{tid}/arm"),
     Endpoint("resume", "POST", "/agent-api/schedules/{tid}/resume"),
     Endpoint("complete", "POST", "/agent-api/schedules/current/complete", {"reason": "the goal is reached"}),
@@ -93,20 +94,20 @@ CALLER_LABELS = {
     "no-token": "no token",
 }
 
-#                 whoami list create get patch   patch   delete pause run-  arm  resume complete
-#                                        name    prompt               now
+#                 whoami list create get patch   patch   delete pause run-  skip- arm  resume complete
+#                                        name    prompt               now   next
 EXPECTED: dict[str, tuple[int, ...]] = {
-    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 403, 403, 403),
-    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200),
-    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409),
-    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "expired":       (401,) * 12,
-    "revoked":       (401,) * 12,
-    "forged":        (401,) * 12,
-    "user-token":    (401,) * 12,
-    "no-token":      (401,) * 12,
+    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 200, 403, 403, 403),
+    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200),
+    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409),
+    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
+    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
+    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
+    "expired":       (401,) * 13,
+    "revoked":       (401,) * 13,
+    "forged":        (401,) * 13,
+    "user-token":    (401,) * 13,
+    "no-token":      (401,) * 13,
 }  # fmt: skip
 
 ERROR_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
@@ -345,6 +346,19 @@ def _run_now(w: World, t: Target, caller: str, place: Place, response: Any, befo
              retry_at=None)(w, t, caller, place, response, before)
 
 
+def _skipped(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
+    """One ``skipped`` record for the task's next occurrence, which moves to the one after; nothing else."""
+    after = Snapshot.take(w.core)
+    old_next = before.tasks[t.task]["next_run_at"]
+    [record] = [r for i, r in after.runs.items() if i not in before.runs]
+    assert (record["task_id"], record["status"], record["error"]) == (t.task, "skipped", "skipped by the agent")
+    assert record["occurrence_at"] == old_next and {i: after.runs[i] for i in before.runs} == before.runs
+    new_next = after.tasks[t.task]["next_run_at"]
+    assert new_next > old_next
+    patched = Snapshot(tables=after.tables, tasks=after.tasks, runs=before.runs)
+    _changed(next_run_at=new_next)(w, t, caller, place, response, before, after=patched)
+
+
 def _completed(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
     """The task is completed and the chat's transcript says so, with the agent's reason; nothing else changed."""
     after = Snapshot.take(w.core)
@@ -359,8 +373,8 @@ def _completed(w: World, t: Target, caller: str, place: Place, response: Any, be
 
 EFFECTS: dict[str, Callable[..., None]] = {
     "whoami": _reads, "list": _reads, "get": _reads, "create": _created, "delete": _deleted,
-    "patch-name": _changed(name="Renamed by the agent"), "pause": _changed(status="paused"),
-    "run-now": _run_now,
+    "patch-name": _changed(name="Renamed by the agent"), "pause": _changed(status="paused", paused_by="agent"),
+    "run-now": _run_now, "skip-next": _skipped,
     "complete": _completed,
 }
 

@@ -337,7 +337,9 @@ def test_downtime_of_several_periods_fires_once(core: Core, procs: Schedulers) -
     user, project_id = _owner(core)
     chat = _chat(core, user, project_id)
     period = 600
-    task = _create(_service(core), user, chat, every=period)
+    # an unbounded catch-up window: fired however late (the window's own tests are in
+    # tests/integration/test_schedule_semantics_processes.py)
+    task = _create(_service(core), user, chat, every=period, catchup_window_seconds=None)
     now = core.clock.now()
     overdue = (now - dt.timedelta(seconds=10 * period)).replace(microsecond=0)
     armed = overdue - dt.timedelta(seconds=period // 2)  # on this grid the next occurrence is 5 min away
