@@ -92,8 +92,8 @@ def test_scheduler_down_across_occurrences_for_less_and_more_than_the_window(cor
     chats = {name: _chat(core, user, project_id, name) for name in ("short", "long", "once")}
     short = _create(core, user, chats["short"], hourly, catchup_window_seconds=600)
     long = _create(core, user, chats["long"], hourly, catchup_window_seconds=600)
-    once = _create(core, user, chats["once"], {"kind": "once", "at": format_instant(core.clock.now() + 9 * HOUR * SECOND)},
-                   catchup_window_seconds=60)
+    later = format_instant(core.clock.now() + 9 * HOUR * SECOND)
+    once = _create(core, user, chats["once"], {"kind": "once", "at": later}, catchup_window_seconds=60)
     now = core.clock.now().replace(microsecond=0)
     # the scheduler was down meanwhile: short's occurrence passed 5 minutes ago, inside its 10-minute window
     _set(core, short.id, next_run_at=now - 300 * SECOND, armed_at=now - (HOUR + 300) * SECOND)
