@@ -44,6 +44,7 @@ class TaskView:
     catchup_window_seconds: int | None = None
     ends_at: dt.datetime | None = None
     paused_until: dt.datetime | None = None
+    last_error: str | None = None
 
     @property
     def next_nominal(self) -> dt.datetime | None:
@@ -242,18 +243,23 @@ def _miss(task: TaskView, due: Due, now: dt.datetime, plan: Occurrences) -> Clai
     cutoff = now - window
     late = f"by {late_text(now - due.planned)} (catch-up window {late_text(window)})"
     changes: dict[str, object] = {"last_run_status": RunOutcome.MISSED}
-    if due.trigger == Trigger.FOLLOW_UP:  # the follow-up is dropped; the regular deadline is untouched
-        nominal = task.next_nominal
-        until = min(cutoff, nominal - dt.timedelta(microseconds=1)) if nominal is not None else cutoff
-        missed, _ = plan.first_on_time(due.occurrence_at, until)
-        changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None, retry_at=None)
-    elif task.kind == "once":
+    missed, on_time = plan.first_on_time(due.occurrence_at, cutoff)
+    if task.kind == "once":
         missed = 1
-        changes.update(status=TaskStatus.ERROR, last_error=f"missed {late}", next_run_at=None)
+        changes.update(status=TaskStatus.ERROR, last_error=f"missed {late}", next_run_at=None, pending_run=False,
+                       pending_forced=None, pending_occurrence_at=None, retry_at=None)
+    elif due.trigger == Trigger.FOLLOW_UP:  # the regular deadline is untouched
+        following = task.next_nominal
+        if on_time is not None and (following is None or on_time < following):
+            # deadlines folded into the follow-up are still on time: it stands for the first of them
+            changes.update(pending_occurrence_at=on_time, retry_at=None)
+        else:
+            if following is not None and on_time is not None:  # every folded deadline is missed too
+                missed = 1 + plan.count(due.occurrence_at, following - dt.timedelta(microseconds=1))
+            changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None, retry_at=None)
     else:
-        missed, first_on_time = plan.first_on_time(due.occurrence_at, cutoff)
-        changes.update(next_fields(plan, first_on_time - dt.timedelta(microseconds=1))
-                       if first_on_time is not None else {"next_run_at": None})
+        changes.update(next_fields(plan, on_time - dt.timedelta(microseconds=1))
+                       if on_time is not None else {"next_run_at": None})
     note = f"missed {late}" if missed == 1 else f"{missed} occurrences missed, the first {late}"
     return Claim(Action.MISS, due, changes, missed_count=missed, note=note)
 
@@ -344,8 +350,10 @@ def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str
     changes: dict[str, object] = {"active_run_id": None, "last_run_status": outcome, "last_run_at": now,
                                   "last_error": None if succeeded else (error or "the turn failed"),
                                   "consecutive_failures": failures}
-    if task.status != TaskStatus.ACTIVE:
-        return Finish(outcome, changes)  # completed mid-run, or a forced run of a paused/ended task
+    if task.status != TaskStatus.ACTIVE:  # completed mid-run, or a forced run of a paused/ended task
+        if task.last_error == WINDOW_ENDED and task.status == TaskStatus.COMPLETED:
+            del changes["last_error"]  # the window's end stays the task's story; the run has its own
+        return Finish(outcome, changes)
     status = _final_status(task, trigger, succeeded, output, error, failures, limits)
     if status is not None:
         changes.update(status=status[0], next_run_at=None, pending_run=False, pending_forced=None, retry_at=None)

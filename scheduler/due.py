@@ -22,9 +22,9 @@ def due_task_ids(db: Database, now: dt.datetime, limit: int = 500) -> list[int]:
         sa.and_(t.pending_forced.is_not(None), pending_ready),
         sa.and_(t.status == TaskStatus.PAUSED.value, t.paused_until <= now),  # a timed pause is over
     )
+    oldest = sa.func.coalesce(t.retry_at, t.next_run_at, t.paused_until, t.ends_at)  # oldest first
     with db.read() as s:
-        rows = s.exec(select(t.id).where(due).order_by(sa.func.coalesce(t.retry_at, t.next_run_at)).limit(limit))
-        return list(rows)
+        return list(s.exec(select(t.id).where(due).order_by(oldest).limit(limit)))
 
 
 def next_deadline(db: Database, now: dt.datetime) -> dt.datetime | None:

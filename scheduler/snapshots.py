@@ -38,4 +38,5 @@ def task_view(task: ScheduledTask | sa.Row) -> TaskView:
         catchup_window_seconds=task.catchup_window_seconds,
         ends_at=task.ends_at,
         paused_until=task.paused_until,
+        last_error=task.last_error,
     )

@@ -73,19 +73,25 @@ def jitter(value: object, schedule: Schedule, now: dt.datetime) -> int:
     return value
 
 
-def instant_or_none(value: object, field: str) -> dt.datetime | None:
+MAX_AHEAD = dt.timedelta(days=100 * 366)  # starts_at, ends_at and until: within a century
+
+
+def instant_or_none(value: object, field: str, now: dt.datetime | None = None) -> dt.datetime | None:
     if value is None:
         return None
     try:
-        return parse_instant(value, field)
+        instant = parse_instant(value, field)
     except ScheduleError as exc:
         raise InvalidInput(field, str(exc).removeprefix(f"{field}: ")) from None
+    if now is not None and instant - now > MAX_AHEAD:
+        raise InvalidInput(field, "is more than 100 years away")
+    return instant
 
 
 def window(starts: object, ends: object, schedule: Schedule, now: dt.datetime, *, check_future: bool,
            armed_at: dt.datetime | None = None) -> tuple[dt.datetime | None, dt.datetime | None]:
     """The active window ``[starts_at, ends_at)``; it must leave the schedule an occurrence."""
-    starts_at, ends_at = instant_or_none(starts, "starts_at"), instant_or_none(ends, "ends_at")
+    starts_at, ends_at = instant_or_none(starts, "starts_at", now), instant_or_none(ends, "ends_at", now)
     if isinstance(schedule, OnceSchedule):
         for field, value in (("starts_at", starts_at), ("ends_at", ends_at)):
             if value is not None:
@@ -97,8 +103,17 @@ def window(starts: object, ends: object, schedule: Schedule, now: dt.datetime, *
     if check_future and ends_at is not None:
         if ends_at <= now:
             raise InvalidInput("ends_at", "must be in the future")
-        if Plan(schedule, armed_at=armed_at or now, starts_at=starts_at, ends_at=ends_at).next_after(now) is None:
+        try:
+            first = Plan(schedule, armed_at=armed_at or now, starts_at=starts_at, ends_at=ends_at).next_after(now)
+        except ScheduleError:  # nothing within the horizon after starts_at
+            first = None
+        if first is None:
             raise InvalidInput("ends_at", "no occurrence of the schedule falls before it")
+    elif check_future and starts_at is not None:
+        try:
+            Plan(schedule, armed_at=armed_at or now, starts_at=starts_at).next_after(now)
+        except ScheduleError:
+            raise InvalidInput("starts_at", "the schedule has no occurrence in the 8 years after it") from None
     return starts_at, ends_at
 
 
@@ -114,7 +129,7 @@ def pause_note(value: object) -> str | None:
 
 
 def pause_until(value: object, now: dt.datetime) -> dt.datetime | None:
-    until = instant_or_none(value, "until")
+    until = instant_or_none(value, "until", now)
     if until is None:
         return None
     if until <= now:

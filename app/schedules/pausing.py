@@ -86,11 +86,16 @@ class PauseOps:
                     row.pause_note = note
                 if "until" in body:
                     row.paused_until = until
+                if not actor.is_agent:  # a user's word now: an agent may no longer change it
+                    row.paused_by = PausedBy.USER.value
 
             return self._mutate(task_id, amend, expect=(TaskStatus.PAUSED,))
         allowed = (TaskStatus.ACTIVE, TaskStatus.ERROR)
         if task.status not in {s.value for s in allowed}:
             raise Conflict(f"only an active schedule can be paused; this one is {task.status}")
+        if actor.is_agent and until is not None and task.status == TaskStatus.ERROR.value:
+            raise Forbidden("this schedule is in error and only a user can bring it back; an agent may pause it "
+                            "but not set when it resumes")
 
         def change(row: ScheduledTask) -> None:
             row.status = TaskStatus.PAUSED.value

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,9 +84,14 @@ class Plan:
         """When the occurrence at ``nominal`` fires: its jitter added."""
         return (nominal + jitter_offset(self.task_id, nominal, self.jitter_seconds)).astimezone(UTC)
 
-    def next_fire(self, after: datetime) -> tuple[datetime, datetime] | None:
-        """(fire instant, nominal) of the first occurrence strictly after ``after``, or None."""
+    def next_fire(self, after: datetime, skip: Collection[datetime] = ()) -> tuple[datetime, datetime] | None:
+        """(fire instant, nominal) of the first occurrence strictly after ``after`` that is not in
+        ``skip`` (occurrences skipped ahead of time), or None."""
         nominal = self.next_after(after)
+        for _ in range(len(skip)):
+            if nominal is None or nominal not in skip:
+                break
+            nominal = self.next_after(nominal)
         return None if nominal is None else (self.fire_at(nominal), nominal)
 
     def rearmed(self, armed_at: datetime) -> Plan:

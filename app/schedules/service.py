@@ -7,6 +7,7 @@ changes nothing. Callers pass an :class:`Actor`; agents are fenced to their gran
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -229,9 +230,11 @@ class TaskService(PauseOps):
                 row.schedule = spec.schedule_json
             if set(body) & {"schedule", "jitter_seconds", "starts_at", "ends_at"} and \
                     row.status == TaskStatus.ACTIVE.value:
-                row.armed_at = now
-                set_next(row, plan_of(row).next_fire(now))
+                if set(body) & {"schedule", "starts_at"}:  # a new grid; jitter or an end keeps the old one
+                    row.armed_at = now
+                set_next(row, plan_of(row).next_fire(now, skip=skipped))
 
+        skipped = self._recorded_after(task_id, now)
         return self._mutate(task_id, change)
 
     def arm(self, actor: Actor, task_id: int) -> ScheduledTask:
@@ -241,7 +244,8 @@ class TaskService(PauseOps):
         task = self.get(actor, task_id)
         if task.status != TaskStatus.DRAFT.value:
             raise Conflict(f"only a draft can be armed; this schedule is {task.status}")
-        return self._mutate(task_id, self._activate, expect=(TaskStatus.DRAFT,))
+        skipped = self._recorded_after(task_id, self.clock.now())
+        return self._mutate(task_id, lambda row: self._activate(row, skipped), expect=(TaskStatus.DRAFT,))
 
     def resume(self, actor: Actor, task_id: int) -> ScheduledTask:
         """paused / error / exhausted → active, next occurrence from now (nothing replayed); users only."""
@@ -253,11 +257,18 @@ class TaskService(PauseOps):
             raise Conflict(f"only a paused, error or exhausted schedule can be resumed; this one is {task.status}")
         if task.max_runs is not None and task.run_count >= task.max_runs:
             raise Conflict(f"it has used all {task.max_runs} runs; raise max_runs first")
-        return self._mutate(task_id, self._activate, expect=allowed)
+        skipped = self._recorded_after(task_id, self.clock.now())
+        return self._mutate(task_id, lambda row: self._activate(row, skipped), expect=allowed)
 
-    def _activate(self, row: ScheduledTask) -> None:
+    def _recorded_after(self, task_id: int, now: dt.datetime) -> frozenset[dt.datetime]:
+        """Occurrences still ahead that already have a record (skip-next): never shown as next."""
+        with self.db.read() as s:
+            return frozenset(s.exec(select(TaskRun.occurrence_at).where(TaskRun.task_id == task_id,
+                                                                        TaskRun.occurrence_at > now)))
+
+    def _activate(self, row: ScheduledTask, skipped: frozenset[dt.datetime] = frozenset()) -> None:
         now = self.clock.now()
-        following = plan_of(row).rearmed(now).next_fire(now)
+        following = plan_of(row).rearmed(now).next_fire(now, skip=skipped)
         if following is None:
             if row.ends_at is not None and row.ends_at <= now:
                 raise Conflict(f"its active window ended at {format_instant(row.ends_at)}; change ends_at first")
@@ -301,6 +312,7 @@ class TaskService(PauseOps):
             now = self.clock.now()
             row.status = TaskStatus.COMPLETED.value
             row.next_run_at, row.pending_run, row.pending_forced, row.retry_at = None, False, None, None
+            row.next_occurrence_at = None
             row.last_error = None
             row.updated_at = now
             s.add(row)

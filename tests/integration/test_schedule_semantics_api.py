@@ -253,3 +253,57 @@ def test_loose_chats_are_created_and_listed_per_user(world: World) -> None:
     bad = world.client.post("/api/chats", json={"title": 5}, headers=world.h())
     assert bad.status_code == 400 and "title" in error_of(bad)["message"]
     assert world.client.post("/api/chats", json={"title": ""}, headers=world.h()).status_code == 400
+
+
+# -- found in review -----------------------------------------------------------------------------------
+
+
+def test_changing_only_the_end_or_the_jitter_keeps_an_intervals_grid(world: World) -> None:
+    made = world.created(schedule={"kind": "interval", "every_seconds": 86400})  # daily from 09:00
+    world.clock.set(at(6 * 3600 + 37 * 60))  # 15:37
+    response = world.client.patch(f"/api/schedules/{made['id']}", json={"ends_at": "2026-01-20T00:00:00Z"},
+                                  headers=world.h())
+    assert response.json()["next_run_at"] == z(at(86400))  # still 09:00 tomorrow, not 15:37
+    response = world.client.patch(f"/api/schedules/{made['id']}", json={"jitter_seconds": 60}, headers=world.h())
+    assert response.json()["next_occurrence_at"] == z(at(86400))
+
+
+def test_an_agent_cannot_time_the_end_of_a_pause_of_a_task_in_error(world: World) -> None:
+    made = world.created()
+    with world.core.db.write() as s:
+        s.get(ScheduledTask, made["id"]).status = "error"
+    response = world.client.post(f"/agent-api/schedules/{made['id']}/pause", json={"until": "2026-01-05T10:00:00Z"},
+                                 headers=agent_headers(world))
+    assert response.status_code == 403 and "only a user can bring it back" in error_of(response)["message"]
+    assert row(world, made["id"]).status == "error"
+
+
+def test_a_user_amending_an_agents_pause_makes_it_the_users(world: World) -> None:
+    made = world.created()
+    agent = agent_headers(world)
+    world.client.post(f"/agent-api/schedules/{made['id']}/pause", json={"note": "agent's"}, headers=agent)
+    world.client.post(f"/api/schedules/{made['id']}/pause", json={"note": "mine now"}, headers=world.h())
+    assert row(world, made["id"]).paused_by == "user"
+    response = world.client.post(f"/agent-api/schedules/{made['id']}/pause", json={"until": "2026-01-05T10:00:00Z"},
+                                 headers=agent)
+    assert response.status_code == 403
+
+
+def test_a_skipped_occurrence_is_never_shown_as_next_again(world: World) -> None:
+    made = world.created(schedule=HOURLY_CRON)
+    world.client.post(f"/api/schedules/{made['id']}/skip-next", headers=world.h())
+    world.client.post(f"/api/schedules/{made['id']}/pause", headers=world.h())
+    resumed = world.client.post(f"/api/schedules/{made['id']}/resume", headers=world.h()).json()
+    assert resumed["next_run_at"] == z(at(2 * 3600))  # 10:00 was skipped: 11:00 is next
+    patched = world.client.patch(f"/api/schedules/{made['id']}", json={"schedule": HOURLY_CRON}, headers=world.h())
+    assert patched.json()["next_run_at"] == z(at(2 * 3600))
+    again = world.client.post(f"/api/schedules/{made['id']}/skip-next", headers=world.h())
+    assert again.status_code == 200 and again.json()["next_run_at"] == z(at(3 * 3600))
+
+
+@pytest.mark.parametrize("field", ["starts_at", "ends_at"])
+def test_instants_a_century_away_are_a_400(world: World, field: str) -> None:
+    before = table_contents(world.core)
+    response = world.create(schedule=HOURLY_CRON, **{field: "9999-12-31T23:30:00Z"})
+    assert response.status_code == 400 and error_of(response)["message"].startswith(f"{field}: is more than 100")
+    assert table_contents(world.core) == before

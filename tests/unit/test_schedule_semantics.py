@@ -92,13 +92,40 @@ def test_run_now_is_never_missed() -> None:
 
 
 def test_a_follow_up_queued_behind_a_long_busy_chat_is_missed_and_dropped() -> None:
-    view = task(next_run_at=at("11:00"), pending_run=True, pending_occurrence_at=at("09:00"))
-    assert claim(view, at("10:00"), BUSY).action == Action.NOTHING  # still queued, 1 h late
+    view = task(next_run_at=at("10:00"), pending_run=True, pending_occurrence_at=at("09:00"))
+    assert claim(view, at("09:59:59"), BUSY).action == Action.NOTHING  # still queued, inside the window
     c = claim(view, at("10:00:01"), BUSY)
     assert c.action == Action.MISS and c.due.trigger == Trigger.FOLLOW_UP
     assert c.missed_count == 1  # it stood for 09:00; 10:00 is its own deadline, inside the window
     assert c.changes == {"last_run_status": RunOutcome.MISSED, "pending_run": False, "pending_forced": None,
                          "pending_occurrence_at": None, "retry_at": None}
+
+
+def test_a_missed_follow_up_keeps_the_folded_deadlines_that_are_still_on_time() -> None:
+    # 09:00 queued behind a busy chat; 10:00 passed meanwhile and was folded into it (next is 11:00)
+    view = task(next_run_at=at("11:00"), pending_run=True, pending_occurrence_at=at("09:00"))
+    c = claim(view, at("10:30"), BUSY)
+    assert c.action == Action.MISS and c.missed_count == 1
+    assert c.changes == {"last_run_status": RunOutcome.MISSED, "pending_occurrence_at": at("10:00"),
+                         "retry_at": None}  # still queued, now for 10:00 (30 min late)
+    folded_all = task(next_run_at=at("13:00"), pending_run=True, pending_occurrence_at=at("09:00"))
+    c = claim(folded_all, at("12:30"), BUSY)
+    assert c.changes["pending_occurrence_at"] == at("12:00") and c.missed_count == 3
+
+
+def test_a_once_task_whose_queued_fire_is_missed_is_an_error_not_left_active() -> None:
+    once = Plan(parse_schedule({"kind": "once", "at": "2026-03-02T09:00:00Z"}))
+    view = task(kind="once", next_run_at=None, pending_run=True, pending_occurrence_at=at("09:00"))
+    c = claim(view, at("10:30"), BUSY, plan=once)
+    assert c.action == Action.MISS
+    assert (c.changes["status"], c.changes["pending_run"]) == (TaskStatus.ERROR, False)
+    assert c.changes["last_error"] == "missed by 1 h 30 min (catch-up window 1 h)"
+
+
+def test_a_run_in_flight_at_the_windows_end_keeps_the_reason() -> None:
+    ended = task(status=TaskStatus.COMPLETED, last_error="active window ended", active_run_id=9, next_run_at=None)
+    done = decide_finish(ended, Trigger.SCHEDULE, True, "ok", None, at("14:01"), LIMITS)
+    assert "last_error" not in done.changes and "status" not in done.changes
 
 
 def test_a_window_that_ends_while_the_fire_waits_for_a_free_slot() -> None:
