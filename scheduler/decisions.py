@@ -1,123 +1,34 @@
 """Pure decisions of the claim / overlap / finish path (SPEC §3): (task, now, facts) → decision.
 
-Nothing here touches a database or a clock; ``scheduler/service.py`` applies the decisions in
+Nothing here touches a database or a clock; ``scheduler/claims.py`` applies the decisions in
 one transaction each. Every rule of the SPEC's "The loop", "Completion" and failure back-off
-paragraphs lives in one function below.
+paragraphs lives in one function below; the rules of time (§14: catch-up window, active window,
+a timed pause's end) in ``scheduler/window.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import enum
 
 from app.core.envelope import has_marker
 from app.core.stops import was_stopped
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
+from scheduler import window
 from scheduler.changes import TaskChanges
 from scheduler.changes import changes as changes_of
-from scheduler.occurrences import NextFn, Occurrences, late_text, next_fields, occurrences, utc_text
-
-FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskView:
-    """What the decisions read of a task (a snapshot of its row)."""
-
-    status: TaskStatus
-    kind: str  # once | cron | interval
-    overlap: Overlap
-    next_run_at: dt.datetime | None
-    retry_at: dt.datetime | None
-    pending_run: bool
-    pending_forced: Trigger | None
-    pending_occurrence_at: dt.datetime | None
-    run_count: int
-    max_runs: int | None
-    active_run_id: int | None
-    consecutive_failures: int
-    last_fire_started_at: dt.datetime | None
-    # SPEC §14 (defaults: the behaviour before it — no window, no end, no timed pause)
-    task_id: int = 0
-    next_occurrence_at: dt.datetime | None = None  # nominal instant of next_run_at when jitter moved it
-    catchup_window_seconds: int | None = None
-    ends_at: dt.datetime | None = None
-    paused_until: dt.datetime | None = None
-    last_error: str | None = None
-
-    @property
-    def next_nominal(self) -> dt.datetime | None:
-        return self.next_occurrence_at or self.next_run_at
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    min_interval_seconds: int = 60
-    max_concurrent_runs: int = 4
-    busy_retry_seconds: int = 15
-    backoff_seconds: int = 60
-    backoff_cap_seconds: int = 3600
-    max_consecutive_failures: int = 5
-
-
-class Auth(enum.Enum):
-    """Outcome of the fire-time authorization check."""
-
-    OK = "ok"
-    PERMANENT = "permanent"  # chat gone, moved, owner gone or lost access → task error
-    TRANSIENT = "transient"  # the lookup itself failed → retry later
-
-
-@dataclasses.dataclass(frozen=True)
-class Facts:
-    """What the store knows at claim time, besides the task itself."""
-
-    chat_busy: bool  # a task of this chat (this one included) holds a claim in flight
-    in_flight: int  # scheduled runs in flight, all chats
-    auth: Auth = Auth.OK
-    auth_reason: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Due:
-    occurrence_at: dt.datetime  # the nominal instant
-    trigger: Trigger
-    coalesce_only: bool = False  # a deadline passed while a follow-up waits for its retry time
-    planned_at: dt.datetime | None = None  # when it was to fire (jitter applied); None: occurrence_at
-
-    @property
-    def planned(self) -> dt.datetime:
-        return self.planned_at or self.occurrence_at
-
-
-class Action(enum.Enum):
-    NOTHING = "nothing"  # not due, or waiting for the chat / the global cap
-    DISPATCH = "dispatch"  # claim and start the turn
-    QUEUE = "queue"  # keep one follow-up pending
-    SKIP = "skip"  # record a skipped TaskRun
-    DEFER = "defer"  # keep it pending until retry_at
-    EXHAUST = "exhaust"  # bounds reached before it could fire
-    ERROR = "error"  # permanent authorization failure
-    MISS = "miss"  # more than the catch-up window late: record a missed TaskRun, move on (SPEC §14)
-    END = "end"  # the active window ended: the task is completed
-    RESUME = "resume"  # a pause's `until` arrived: the task is active again
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """The decision for one task: what to do, and the task fields to write (None = unchanged)."""
-
-    action: Action
-    due: Due | None = None
-    changes: TaskChanges = dataclasses.field(default_factory=TaskChanges)
-    missed_count: int | None = None  # MISS: how many occurrences the record stands for
-    note: str | None = None  # MISS: the record's error; END / RESUME: the chat's status line
-
-    def __post_init__(self) -> None:  # decisions build their changes as a dict: checked and frozen here
-        object.__setattr__(self, "changes", changes_of(self.changes))
-
-
+from scheduler.decision_types import (  # noqa: F401 (the decisions' vocabulary, imported from here too)
+    FORCED,
+    Action,
+    Auth,
+    Claim,
+    Due,
+    Facts,
+    Limits,
+    TaskView,
+)
+from scheduler.occurrences import NextFn, Occurrences, next_fields, occurrences
+from scheduler.window import WINDOW_ENDED  # noqa: F401
 
 
 def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
@@ -155,9 +66,9 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
     """Decide what a due task does now (SPEC §3 "Claim", §14, guardrails, fire-time authorization)."""
     plan = occurrences(next_after)
     if task.status == TaskStatus.PAUSED and task.paused_until is not None and task.paused_until <= now:
-        return _resume(task, now, plan)
-    if _window_over(task, now):
-        return _end(task)
+        return window.resume(task, now, plan)
+    if window.window_over(task, now):
+        return window.end(task)
     due = what_is_due(task, now)
     if due is None:
         return Claim(Action.NOTHING)
@@ -169,7 +80,7 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
                                            "pending_forced": None, "retry_at": None, "next_run_at": None})
     if not forced and task.catchup_window_seconds is not None and \
             (now - due.planned).total_seconds() > task.catchup_window_seconds:
-        return _miss(task, due, now, plan)
+        return window.miss(task, due, now, plan)
     if facts.auth == Auth.PERMANENT:
         changes: dict[str, object] = {"last_error": facts.auth_reason, "pending_run": False,
                                       "pending_forced": None, "retry_at": None}
@@ -194,74 +105,6 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
         changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None)
     changes.update(retry_at=None, run_count=task.run_count + 1, last_run_status=RunOutcome.RUNNING)
     return Claim(Action.DISPATCH, due, changes)
-
-
-WINDOW_ENDED = "active window ended"
-
-
-def _window_over(task: TaskView, now: dt.datetime) -> bool:
-    """The active window has ended and no occurrence inside it is still to fire."""
-    if task.status != TaskStatus.ACTIVE or task.ends_at is None or task.ends_at > now:
-        return False
-    nominal = task.next_nominal
-    return nominal is None or nominal >= task.ends_at
-
-
-def _end(task: TaskView) -> Claim:
-    """Completed at the window's end; a regular follow-up is dropped, a queued run-now still fires."""
-    changes: dict[str, object] = {"status": TaskStatus.COMPLETED, "last_error": WINDOW_ENDED, "next_run_at": None}
-    if task.pending_forced is None:
-        changes.update(pending_run=False, pending_occurrence_at=None, retry_at=None)
-    return Claim(Action.END, None, changes, note=WINDOW_ENDED)
-
-
-def _resume(task: TaskView, now: dt.datetime, plan: Occurrences) -> Claim:
-    """A pause's ``until`` arrived: active again from now (nothing replayed), the pause forgotten."""
-    changes: dict[str, object] = {"status": TaskStatus.ACTIVE, "armed_at": now, "paused_until": None,
-                                  "pause_note": None, "paused_by": None, "consecutive_failures": 0}
-    if task.pending_forced is None:
-        changes["retry_at"] = None
-    changes.update(next_fields(plan.rearmed(now), now))
-    note = f"resumed (paused until {utc_text(task.paused_until)})" if task.paused_until else "resumed"
-    if changes["next_run_at"] is None:
-        if task.ends_at is not None and task.ends_at <= now:
-            changes.update(status=TaskStatus.COMPLETED, last_error=WINDOW_ENDED)
-            note = f"{WINDOW_ENDED} while it was paused"
-        elif task.kind == "once":
-            changes.update(status=TaskStatus.ERROR, last_error=PASSED_WHILE_PAUSED)
-            note = PASSED_WHILE_PAUSED
-    return Claim(Action.RESUME, None, changes, note=note)
-
-
-PASSED_WHILE_PAUSED = "its time passed while it was paused"
-
-
-def _miss(task: TaskView, due: Due, now: dt.datetime, plan: Occurrences) -> Claim:
-    """More than the catch-up window late: not fired. One record stands for every occurrence missed;
-    the task moves on to the first one still on time (which fires at once when it is already due)."""
-    window = dt.timedelta(seconds=task.catchup_window_seconds or 0)
-    cutoff = now - window
-    late = f"by {late_text(now - due.planned)} (catch-up window {late_text(window)})"
-    changes: dict[str, object] = {"last_run_status": RunOutcome.MISSED}
-    missed, on_time = plan.first_on_time(due.occurrence_at, cutoff)
-    if task.kind == "once":
-        missed = 1
-        changes.update(status=TaskStatus.ERROR, last_error=f"missed {late}", next_run_at=None, pending_run=False,
-                       pending_forced=None, pending_occurrence_at=None, retry_at=None)
-    elif due.trigger == Trigger.FOLLOW_UP:  # the regular deadline is untouched
-        following = task.next_nominal
-        if on_time is not None and (following is None or on_time < following):
-            # deadlines folded into the follow-up are still on time: it stands for the first of them
-            changes.update(pending_occurrence_at=on_time, retry_at=None)
-        else:
-            if following is not None and on_time is not None:  # every folded deadline is missed too
-                missed = 1 + plan.count(due.occurrence_at, following - dt.timedelta(microseconds=1))
-            changes.update(pending_run=False, pending_forced=None, pending_occurrence_at=None, retry_at=None)
-    else:
-        changes.update(next_fields(plan, on_time - dt.timedelta(microseconds=1))
-                       if on_time is not None else {"next_run_at": None})
-    note = f"missed {late}" if missed == 1 else f"{missed} occurrences missed, the first {late}"
-    return Claim(Action.MISS, due, changes, missed_count=missed, note=note)
 
 
 def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences) -> Claim:
@@ -351,7 +194,7 @@ def decide_finish(task: TaskView, trigger: Trigger, succeeded: bool, output: str
                                   "last_error": None if succeeded else (error or "the turn failed"),
                                   "consecutive_failures": failures}
     if task.status != TaskStatus.ACTIVE:  # completed mid-run, or a forced run of a paused/ended task
-        if task.last_error == WINDOW_ENDED and task.status == TaskStatus.COMPLETED:
+        if task.last_error == window.WINDOW_ENDED and task.status == TaskStatus.COMPLETED:
             del changes["last_error"]  # the window's end stays the task's story; the run has its own
         return Finish(outcome, changes)
     status = _final_status(task, trigger, succeeded, output, error, failures, limits)
