@@ -51,6 +51,24 @@ def test_metrics_expose_fires_lateness_and_runs(clocked_core, fake_clock) -> Non
     assert "chatcron_loop_iterations_total 1.0" in text
 
 
+def test_lateness_of_a_jittered_fire_counts_from_its_jittered_instant(clocked_core, fake_clock) -> None:
+    core = clocked_core
+    user = auth.create_user(core.db, core.clock, "j@example.com", "password-1")
+    project = projects.create_project(core.db, core.clock, core.settings.workspaces_dir, "P", user)
+    chat = chats.create_chat(core.db, core.clock, user, project.id, "C")
+    task, _ = TaskService(core.db, core.clock, core.settings).create(Actor(user), chat.id, {
+        "name": "j", "prompt": "hi", "schedule": {"kind": "interval", "every_seconds": 3600}, "jitter_seconds": 300})
+    assert task.next_run_at - task.next_occurrence_at >= dt.timedelta(seconds=1)  # this task's draw moves it
+    loop = build_loop(core, "sched:jitter")
+    fake_clock.set(task.next_run_at + dt.timedelta(seconds=0.2))
+    loop.tick()
+    for handle in core.prompts.running():
+        assert handle.wait(10) is not None
+    text = _client(core).get("/metrics").text
+    assert "chatcron_fire_lateness_seconds_count 1.0" in text
+    assert 'chatcron_fire_lateness_seconds_bucket{le="0.25"} 1.0' in text  # 0.2 s after its own instant
+
+
 def test_a_store_that_cannot_be_written_makes_the_loop_back_off(core, monkeypatch) -> None:
     loop = build_loop(core, "sched:readonly")
     planned: list[dt.datetime] = []

@@ -321,3 +321,42 @@ def test_an_unknown_token_exits_3_and_creates_nothing(agent: Agent) -> None:
     result = agent.cli("create", "--name", "n", "--prompt", "p", "--every", "600", token="ccg_not-a-real-token")
     assert result.returncode == 3 and "unknown schedule token" in result.stderr
     assert agent.rows() == []
+
+
+# -- SPEC §14: the timing flags, a pause with a note and an end, skip-next ------------------------------
+
+
+def test_timing_flags_reach_the_task(agent: Agent) -> None:
+    created = agent.ok("create", "--name", "standup", "--prompt", "Remind.", *CRON, "--catchup", "none",
+                       "--jitter", "2m", "--starts", "2030-01-01T00:00:00Z", "--ends", "2030-02-01T00:00:00+01:00")
+    row = agent.row(created["id"])
+    assert (row.catchup_window_seconds, row.jitter_seconds) == (None, 120)
+    assert (row.starts_at.isoformat(), row.ends_at.isoformat()) == ("2030-01-01T00:00:00+00:00",
+                                                                    "2030-01-31T23:00:00+00:00")
+    too_much = agent.cli("create", "--name", "x", "--prompt", "p", "--every", "600", "--jitter", "61")
+    assert too_much.returncode == 1 and "jitter_seconds" in too_much.stderr
+
+
+def test_pause_with_note_and_until_then_skip_next_after_a_resume(agent: Agent) -> None:
+    task_id = agent.armed()
+    paused = agent.ok("pause", str(task_id), "--note", "waiting for the release", "--until", "+2h")
+    assert (paused["pause_note"], paused["paused_by"]) == ("waiting for the release", "agent")
+    row = agent.row(task_id)
+    assert row.status == TaskStatus.PAUSED.value and row.paused_until is not None
+    agent.tasks.resume(Actor(agent.alice), task_id)
+    before = agent.row(task_id).next_run_at
+    skipped = agent.cli("skip-next", str(task_id))
+    assert skipped.returncode == 0, skipped.stderr
+    with agent.core.db.read() as s:
+        [record] = s.exec(select(TaskRun).where(TaskRun.task_id == task_id))
+    assert (record.status, record.occurrence_at, record.error) == ("skipped", before, "skipped by the agent")
+    assert agent.row(task_id).next_run_at > before
+
+
+def test_an_agent_cannot_change_a_pause_a_user_made(agent: Agent) -> None:
+    task_id = agent.armed()
+    agent.tasks.pause(Actor(agent.alice), task_id, {"note": "on holiday"})
+    refused = agent.cli("pause", str(task_id), "--until", "+10m")
+    assert refused.returncode == 1 and "a user paused this schedule" in refused.stderr
+    row = agent.row(task_id)
+    assert (row.pause_note, row.paused_until, row.paused_by) == ("on holiday", None, "user")
