@@ -139,7 +139,7 @@
       if (sidebarOpen()) closeSidebar(true);
       else openSidebar();
     } else if (sidebarOpen() && (target.closest(".cc-sidebar-backdrop") ||
-        target.closest(`${SIDEBAR} a[href], [data-testid="new-chat"]`))) {
+        target.closest(`${SIDEBAR} a[href], [data-testid="new-chat"], [data-testid="loose-chat-new"]`))) {
       closeSidebar(false);
     } else if (drawer && OVERLAY.matches && target.closest('[data-testid="schedule-run"]')) {
       // "Show this fire in the transcript": an overlaying drawer steps aside so it can be seen.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from app.schedules.cron.fields import CronError
 from app.schedules.cron.zone import load_zone
+from app.schedules.plan import Plan
 from app.schedules.spec import (
     CronSchedule,
     IntervalSchedule,
@@ -16,23 +17,28 @@ from app.schedules.spec import (
     format_instant,
     parse_schedule,
 )
-from app.schedules.timing import next_occurrences
 
 MAX_PREVIEW = 50
 
 
 def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None,
-            min_every_seconds: int = 1, runs_left: int | None = None, until: datetime | None = None) -> dict[str, Any]:
+            min_every_seconds: int = 1, runs_left: int | None = None, until: datetime | None = None, *,
+            starts_at: datetime | None = None, ends_at: datetime | None = None, jitter_seconds: int = 0,
+            task_id: int = 0, armed_at: datetime | None = None) -> dict[str, Any]:
     """Describe ``schedule`` (an API dict) and list its next ``count`` fires after ``now`` — only
     those that will happen: at most ``runs_left`` (a task's ``max_runs`` minus its runs so far,
-    see timing.runs_left; None: no limit) and none after ``until`` (the task's end, if any).
+    see timing.runs_left; None: no limit), none after ``until``, and only occurrences inside the
+    active window ``[starts_at, ends_at)`` (app/schedules/plan.py, as the scheduler fires them).
 
     Returns ``{"kind", "description", "timezone", "fires": [{"utc": "…Z", "local": "…±hh:mm"}]}``.
     ``local`` is in the schedule's own zone for cron, else in ``display_timezone`` (default
-    UTC). An interval is previewed as if armed at ``now``. Raises ScheduleError naming the
-    field for an invalid schedule (an interval below ``min_every_seconds`` included), a once
-    ``at`` not in the future (told as wall time in the display zone), or a cron expression that
-    never fires within 8 years.
+    UTC). An interval is previewed as if armed at ``now`` (or at ``armed_at``). With a jitter,
+    each fire also has ``nominal`` (its occurrence) and ``latest`` (the occurrence plus the
+    jitter): ``utc`` is then the exact jittered instant when ``task_id`` is known (a saved task),
+    else the occurrence itself (an unsaved task's offsets are not known yet). Raises
+    ScheduleError naming the field for an invalid schedule (an interval below
+    ``min_every_seconds`` included), a once ``at`` not in the future (told as wall time in the
+    display zone), or a cron expression that never fires within 8 years.
     """
     parsed = parse_schedule(schedule, min_every_seconds=min_every_seconds)
     if not 1 <= count <= MAX_PREVIEW:
@@ -40,15 +46,26 @@ def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str 
     zone = _display_zone(parsed, display_timezone)
     if isinstance(parsed, OnceSchedule) and parsed.at <= now:
         raise ScheduleError("schedule.at", past_message(parsed.at, zone))
-    armed_at = now if isinstance(parsed, IntervalSchedule) else None
+    armed = armed_at or (now if isinstance(parsed, IntervalSchedule) else None)
+    plan = Plan(parsed, armed_at=armed, starts_at=starts_at, ends_at=ends_at, jitter_seconds=jitter_seconds,
+                task_id=task_id)
     shown = count if runs_left is None else max(0, min(count, runs_left))
-    fires = [fire for fire in next_occurrences(parsed, now, shown, armed_at=armed_at) if until is None or fire <= until]
+    nominals = plan.upcoming(now, shown) if shown else []
     return {
         "kind": parsed.kind.value,
         "description": describe_schedule(parsed),
         "timezone": getattr(zone, "key", "UTC"),
-        "fires": [{"utc": format_instant(fire), "local": fire.astimezone(zone).isoformat()} for fire in fires],
+        "fires": [_fire(plan, nominal, zone) for nominal in nominals if until is None or nominal <= until],
     }
+
+
+def _fire(plan: Plan, nominal: datetime, zone: tzinfo) -> dict[str, str]:
+    at = plan.fire_at(nominal) if plan.task_id else nominal
+    fire = {"utc": format_instant(at), "local": at.astimezone(zone).isoformat()}
+    if plan.jitter_seconds:
+        fire["nominal"] = format_instant(nominal)
+        fire["latest"] = format_instant(nominal + timedelta(seconds=plan.jitter_seconds))
+    return fire
 
 
 def past_message(at: datetime, zone: tzinfo) -> str:

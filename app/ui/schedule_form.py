@@ -22,13 +22,18 @@ LABELS = {
     "name": "Name", "prompt": "Prompt", "schedule": "Schedule", "schedule.kind": "Kind",
     "schedule.cron": "Cron expression", "schedule.timezone": "Time zone", "schedule.at": "Date and time",
     "schedule.every_seconds": "Interval", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
-    "notify": "Notify",
+    "notify": "Notify", "catchup_window_seconds": "Catch-up window", "jitter_seconds": "Jitter",
+    "starts_at": "Starts at", "ends_at": "Ends at",
 }
 # The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 # Which input shows a red outline for an error on each field.
 INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
-          "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt"}
+          "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt",
+          "catchup_window_seconds": "catchup", "jitter_seconds": "jitter", "starts_at": "starts", "ends_at": "ends"}
+ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends"})  # "Advanced timing"
+# The catch-up window: a span ("window") or no limit ("late": fire however late, stored as null).
+CATCHUP_MODES = ("window", "late")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,14 +52,21 @@ class FormFields:
     session: str = SessionMode.RESUME.value
     max_runs: str = ""
     notify: str = Notify.FAILURES.value
+    catchup: str = "1"
+    catchup_unit: str = "hours"
+    catchup_mode: str = "window"
+    jitter: str = "0"  # seconds
+    starts: str = ""  # wall time in ``timezone`` (a datetime-local value), "" for none
+    ends: str = ""
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
 CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
            "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode),
-           "notify": tuple(n.value for n in Notify)}
+           "notify": tuple(n.value for n in Notify), "catchup_unit": tuple(UNITS), "catchup_mode": CATCHUP_MODES}
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
-LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32}
+LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32, "catchup": 32,
+          "jitter": 32, "starts": 64, "ends": 64}
 
 
 def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
@@ -111,6 +123,55 @@ def schedule_of(fields: FormFields) -> dict[str, Any]:
     raise InvalidInput("schedule.kind", "must be once, cron or interval")
 
 
+def _whole(text: str, field: str, what: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise InvalidInput(field, f"must be a whole number of {what}") from None
+
+
+def _instant_of(wall: str, zone_name: str, field: str) -> str | None:
+    """A typed wall time (a datetime-local value) in the form's zone as an API instant, None when empty."""
+    if not wall.strip():
+        return None
+    try:
+        naive = dt.datetime.fromisoformat(wall.strip()).replace(tzinfo=None)
+    except ValueError:
+        raise InvalidInput(field, "pick a date and time, or leave it empty") from None
+    return format_instant(naive.replace(tzinfo=_zone(zone_name)))
+
+
+def _wall_of(instant: dt.datetime | None, zone: dt.tzinfo) -> str:
+    """An instant as a datetime-local value in ``zone`` (seconds only when it has some), "" for None."""
+    if instant is None:
+        return ""
+    local = instant.astimezone(zone)
+    return f"{local:%Y-%m-%dT%H:%M:%S}" if local.second else f"{local:%Y-%m-%dT%H:%M}"
+
+
+def pause_body(note: str, until: str, zone_name: str) -> dict[str, Any]:
+    """The pause form as the pause call's body: the note ("" clears it) and the end, typed as wall
+    time in the viewer's zone ("" for none: resumed by hand). Both are always sent, so saving the
+    form of a paused task changes both; on an active task empty fields make a plain pause."""
+    return {"note": note.strip() or None, "until": _instant_of(until, zone_name, "until")}
+
+
+def timing_of(fields: FormFields) -> dict[str, Any]:
+    """The SPEC §14 part of the body: the catch-up window in seconds (None: fire however late), the
+    jitter in seconds, and the active window's ends as instants (wall times in the form's zone).
+    A once task takes no window: one typed before switching to once is cleared."""
+    if fields.catchup_mode == "late":
+        catchup = None
+    else:
+        catchup = _whole(fields.catchup, "catchup_window_seconds", fields.catchup_unit) * \
+            UNITS.get(fields.catchup_unit, 1)
+    jitter = _whole(fields.jitter or "0", "jitter_seconds", "seconds (0 for none)")
+    once = fields.kind == "once"
+    return {"catchup_window_seconds": catchup, "jitter_seconds": jitter,
+            "starts_at": None if once else _instant_of(fields.starts, fields.timezone, "starts_at"),
+            "ends_at": None if once else _instant_of(fields.ends, fields.timezone, "ends_at")}
+
+
 def body_of(fields: FormFields) -> dict[str, Any]:
     """The create body (every editable field). A once task's max runs is none: it fires once, the
     form hides the field, and a value typed before switching to once — or one stored when the task
@@ -121,7 +182,8 @@ def body_of(fields: FormFields) -> dict[str, Any]:
     except ValueError:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
-            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify}
+            "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify,
+            **timing_of(fields)}
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
@@ -130,28 +192,44 @@ def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in body.items() if original.get(key) != value}
 
 
+def _stored(instant: dt.datetime | None) -> str | None:
+    """A stored instant as the form sends it back (whole seconds), so an untouched field is no change."""
+    return None if instant is None else format_instant(instant.replace(microsecond=0))
+
+
 def original_of(task: ScheduledTask) -> dict[str, Any]:
-    """A stored task as a body, to diff edits against (``run_count`` rides along for the preview's
-    runs left; no body field, so no edit ever sends it)."""
+    """A stored task as a body, to diff edits against (``run_count``, ``armed_at`` and ``id`` ride
+    along for the preview — its runs left, its interval grid and its jitter; no body field, so no
+    edit ever sends them)."""
     return {"name": task.name, "prompt": task.prompt, "schedule": task.schedule_dict(),
             "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs, "notify": task.notify,
-            "run_count": task.run_count}
+            "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds or 0,
+            "starts_at": _stored(task.starts_at), "ends_at": _stored(task.ends_at),
+            "run_count": task.run_count, "armed_at": task.armed_at, "id": task.id or 0}
 
 
 def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
-    """Pre-fill the dialog from ``task``; a once instant is shown as wall time in the viewer's zone."""
+    """Pre-fill the dialog from ``task``; a once instant and the active window are shown as wall
+    time in the dialog's zone (a cron task's own, else the viewer's)."""
     schedule = task.schedule_dict()
     kind = schedule["kind"]
+    catchup, unit = every_of(task.catchup_window_seconds) if task.catchup_window_seconds else ("1", "hours")
     base = FormFields(name=task.name, prompt=task.prompt, kind=kind, overlap=task.overlap, session=task.session,
                       max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone,
-                      notify=task.notify)
+                      notify=task.notify, catchup=catchup, catchup_unit=unit,
+                      catchup_mode="late" if task.catchup_window_seconds is None else "window",
+                      jitter=str(task.jitter_seconds or 0))
     if kind == "cron":
-        return dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
+        base = dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
+    zone = _zone(base.timezone)
+    base = dataclasses.replace(base, starts=_wall_of(task.starts_at, zone), ends=_wall_of(task.ends_at, zone))
     if kind == "interval":
         every, unit = every_of(schedule["every_seconds"])
         return dataclasses.replace(base, every=every, every_unit=unit)
-    at = parse_instant(schedule["at"], "schedule.at").astimezone(_zone(viewer_zone))
-    return dataclasses.replace(base, at=f"{at:%Y-%m-%dT%H:%M:%S}" if at.second else f"{at:%Y-%m-%dT%H:%M}")
+    if kind == "once":
+        at = parse_instant(schedule["at"], "schedule.at").astimezone(zone)
+        return dataclasses.replace(base, at=f"{at:%Y-%m-%dT%H:%M:%S}" if at.second else f"{at:%Y-%m-%dT%H:%M}")
+    return base
 
 
 def default_at(now: dt.datetime, zone_name: str) -> str:
@@ -173,6 +251,12 @@ def blocked_reason(error_field: str, fields: FormFields) -> str:
     if isinstance(value, str) and not value.strip():
         return f"{label} is missing"
     return f"{label} needs fixing (see the message above)"
+
+
+def timing_set(fields: FormFields) -> bool:
+    """True when the advanced timing holds anything but the defaults (the dialog opens it then)."""
+    default = FormFields()
+    return any(getattr(fields, name) != getattr(default, name) for name in sorted(ADVANCED))
 
 
 def changed(fields: FormFields, opened_with: dict[str, str]) -> bool:

@@ -17,14 +17,11 @@ from app.core import envelope
 from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
+from app.ui import outcomes, schedule_notes
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
     TaskStatus.COMPLETED: "blue", TaskStatus.EXHAUSTED: "violet", TaskStatus.ERROR: "red",
-}
-OUTCOME_COLORS = {
-    RunOutcome.RUNNING: "blue", RunOutcome.SUCCEEDED: "grass", RunOutcome.FAILED: "red",
-    RunOutcome.SKIPPED: "gray", RunOutcome.QUEUED: "amber", RunOutcome.ABANDONED: "orange",
 }
 TRIGGER_LABELS = {
     Trigger.SCHEDULE: "on schedule", Trigger.FOLLOW_UP: "queued follow-up",
@@ -49,6 +46,10 @@ class RunRow:
     duration: str
     error: str
     usage: str = ""  # "1,234 in · 567 out · $0.0123" of the turn, when the agent reported it
+    label: str = ""  # the outcome in words: "missed (3 occurrences)"
+    fired: bool = True  # False for a record of an occurrence that started no turn (skipped, missed, deferred)
+    jitter: str = ""  # "+17 s jitter": how far the jitter moved the planned start from the occurrence
+    error_color: str = "red"  # a failure's text is red; a skip's or a miss's is not
 
 
 @dataclasses.dataclass
@@ -81,6 +82,13 @@ class TaskRow:
     expanded: bool
     history: list[RunRow]
     accent: str  # the colour of its markers on the timeline
+    can_skip: bool = False  # an active repeating task with a next occurrence (skip-next)
+    pause_note: str = ""  # a paused task's note
+    resumes: str = ""  # "resumes Tue 31 Mar, 09:00" for a pause with an end
+    paused_until: str = ""  # that end as a datetime-local value in the viewer's zone (the pause form's)
+    window: str = ""  # "starts Mon 30 Mar, 09:00 · until Tue 31 Mar, 18:00"
+    timing: str = ""  # "jitter up to 30 s · catch-up 10 min" (only what is not the default)
+    error_calm: bool = False  # last_error is no failure (its active window ended): shown in neutral text
 
 
 def zone_of(name: str | None) -> dt.tzinfo:
@@ -171,15 +179,16 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         else task.next_run_at
     next_at = next_at if status is TaskStatus.ACTIVE and _fires_again(task, next_at) else None
     last_rel, last_status = last_run(task, now)
+    viewer = zone_of(viewer_zone)
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
         description=describe(task.schedule_dict(), zone), kind=str(task.schedule_dict().get("kind", "")),
         prompt=task.prompt,
         next_rel=relative(next_at, now) if next_at else "—",
-        next_when=clock_time(next_at, now, zone, zone_of(viewer_zone)) if next_at else "",
-        next_abs=absolute(next_at, zone) if next_at else _no_next(status, task),
+        next_when=clock_time(next_at, now, zone, viewer) if next_at else "",
+        next_abs=absolute(next_at, zone) if next_at else _no_next(status, task, now),
         last_rel=last_rel, last_status=last_status,
-        last_color=OUTCOME_COLORS.get(_enum_or(RunOutcome, last_status, None), "gray"),
+        last_color=outcomes.color(last_status),
         last_abs=absolute(task.last_run_at, zone) if task.last_run_at else "not run yet",
         runs=f"{task.run_count} / {'∞' if bound is None else bound}", owner=task.owner, created_by=task.created_by,
         last_error=task.last_error or "", pending=_pending(task),
@@ -190,6 +199,11 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         expanded=history is not None,
         history=[run_row(run, zone, (usage or {}).get(run.run_id or 0, "")) for run in history or ()],
         accent=MARKER_COLORS[index % len(MARKER_COLORS)],
+        can_skip=status is TaskStatus.ACTIVE and task.schedule_dict().get("kind") != "once" and next_at is not None,
+        pause_note=schedule_notes.pause_note(task), resumes=schedule_notes.resumes(task, zone, viewer),
+        paused_until=schedule_notes.until_input(task, viewer),
+        window=schedule_notes.window(task, now, zone, viewer), timing=schedule_notes.timing(task),
+        error_calm=schedule_notes.calm_error(task),
     )
 
 
@@ -224,25 +238,22 @@ def live_and_drafts(tasks: Iterable[ScheduledTask]) -> tuple[int, int]:
             sum(status == TaskStatus.DRAFT.value for status in statuses))
 
 
-def task_end(task: ScheduledTask) -> dt.datetime | None:
-    """The instant after which ``task`` fires no more (SPEC §14 ``ends_at``; None while the model
-    has no such field or the task has no end)."""
-    return getattr(task, "ends_at", None)
-
-
 def _fires_again(task: ScheduledTask, next_at: dt.datetime | None) -> bool:
-    """Whether the next run will fire: the task has runs left and has not ended by then."""
-    end = task_end(task)
+    """Whether the next run will fire: the task has runs left and its active window (SPEC §14
+    ``[starts_at, ends_at)``, judged by the occurrence's nominal instant) has not ended by then."""
+    end = task.ends_at
+    nominal = task.next_occurrence_at or next_at
     return timing.runs_left(task.max_runs, task.run_count) != 0 and \
-        (next_at is None or end is None or next_at <= end)
+        (nominal is None or end is None or nominal < end)
 
 
-def _no_next(status: TaskStatus, task: ScheduledTask) -> str:
+def _no_next(status: TaskStatus, task: ScheduledTask, now: dt.datetime) -> str:
     if status is TaskStatus.ACTIVE and timing.runs_left(task.max_runs, task.run_count) == 0:
         return f"no runs left: all {task.max_runs} used"
-    end = task_end(task)
-    if status is TaskStatus.ACTIVE and end is not None and task.next_run_at is not None and task.next_run_at > end:
-        return "its active window has ended"
+    end = task.ends_at
+    if status is TaskStatus.ACTIVE and end is not None and \
+            (task.next_run_at is None or not _fires_again(task, task.next_run_at)):
+        return "its active window has ended" if end <= now else "no occurrence is left before its active window ends"
     return {TaskStatus.DRAFT: "a draft does not fire until a user arms it",
             TaskStatus.PAUSED: "paused: resume to fire again"}.get(status, f"{status.value}: no next run")
 
@@ -257,23 +268,34 @@ def _pending(task: ScheduledTask) -> str:
     return ""
 
 
+ERROR_TEXT_COLORS = {RunOutcome.MISSED: "orange", RunOutcome.SKIPPED: "gray", RunOutcome.DEFERRED: "gray",
+                     RunOutcome.QUEUED: "gray"}
+
+
 def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
-    """One history line: nominal vs actual start, lateness, duration, error, the turn's usage."""
+    """One history line: the planned start (the occurrence moved by its jitter) vs the actual one,
+    lateness from the planned start, duration, error, the turn's usage. A record that started no
+    turn (skipped, missed, deferred) says so instead of a start."""
     outcome = _enum_or(RunOutcome, run.status, RunOutcome.FAILED)
+    planned = run.planned_at or run.occurrence_at
     started = run.started_at or run.claimed_at
-    late = (started - run.occurrence_at).total_seconds() if started else 0.0
+    late = (started - planned).total_seconds() if started else 0.0
     duration = (run.finished_at - run.started_at).total_seconds() if run.finished_at and run.started_at else None
+    shift = (planned - run.occurrence_at).total_seconds()
     return RunRow(
         id=run.id or 0, run_id=str(run.run_id or ""), fire=f"#{run.fire_number}" if run.fire_number else "",
-        status=outcome.value, color=OUTCOME_COLORS[outcome],
+        status=outcome.value, color=outcomes.color(outcome.value),
+        label=outcomes.label(outcome.value, run.missed_count),
         trigger=f"run now by {run.requested_by}" if run.requested_by and run.trigger == Trigger.RUN_NOW_USER.value
         else TRIGGER_LABELS.get(_enum_or(Trigger, run.trigger, None), run.trigger),
-        nominal=f"{short_time(run.occurrence_at, zone)}:{run.occurrence_at.astimezone(zone):%S}",
-        actual=_same_day_time(started, run.occurrence_at, zone) if started else "—",
+        nominal=f"{short_time(planned, zone)}:{planned.astimezone(zone):%S}",
+        actual=_same_day_time(started, planned, zone) if started else "—",
         late=f"+{seconds_text(late)}" if late >= 0.5 else "on time",
         duration=seconds_text(duration) if duration is not None else ("running" if outcome is RunOutcome.RUNNING
                                                                       else "—"),
-        error=run.error or "", usage=usage,
+        error=run.error or "", usage=usage, fired=outcome not in outcomes.NOT_FIRED,
+        jitter=f"+{seconds_text(shift)} jitter" if shift >= 0.001 else "",
+        error_color=ERROR_TEXT_COLORS.get(outcome, "red"),
     )
 
 

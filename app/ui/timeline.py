@@ -19,8 +19,9 @@ from itertools import pairwise
 
 from app.schedules import timing
 from app.schedules.model import ScheduledTask, TaskStatus
-from app.schedules.spec import Schedule, ScheduleError
-from app.ui.schedule_views import MARKER_COLORS, short_time, task_end, task_zone, zone_of
+from app.schedules.plan import Plan, plan_of
+from app.schedules.spec import ScheduleError
+from app.ui.schedule_views import MARKER_COLORS, short_time, task_zone, zone_of
 
 LANE_PX = 12  # one lane per task with fires, so a busy task does not hide a quiet one
 TIMELINE_DAYS = 7
@@ -62,14 +63,21 @@ class Timeline:
 
 @dataclasses.dataclass(frozen=True)
 class Fires:
-    """The fires an active task will make: its stored next run ``first``, then its schedule's,
-    none after ``end`` and at most ``left`` of them (None: no limit)."""
+    """The fires an active task will make: its stored next run ``first`` (at the occurrence
+    ``first_nominal``), then its plan's — the schedule inside the task's active window, each
+    occurrence moved by its jitter (app/schedules/plan.py) — none after ``end`` and at most
+    ``left`` of them (None: no limit). Counts go by occurrence: a jitter is under a tenth of any
+    gap, so it moves a fire across a day's edge at most."""
 
     first: dt.datetime
     end: dt.datetime
     left: int | None
-    schedule: Schedule | None  # None: a stored schedule that no longer parses (its next run only)
-    armed_at: dt.datetime | None
+    plan: Plan | None  # None: a stored schedule that no longer parses (its next run only)
+    first_nominal: dt.datetime | None = None  # None: ``first`` itself
+
+    @property
+    def _after_first(self) -> dt.datetime:
+        return self.first_nominal or self.first
 
     def listed(self, limit: int) -> list[dt.datetime]:
         """The first ``limit`` fires (fewer when the runs left or the end come first)."""
@@ -77,9 +85,9 @@ class Fires:
         if limit <= 0:
             return []
         fires = [self.first]
-        if self.schedule is not None and limit > 1:
+        if self.plan is not None and limit > 1:
             try:
-                fires += timing.next_occurrences(self.schedule, self.first, limit - 1, armed_at=self.armed_at)
+                fires += [self.plan.fire_at(n) for n in self.plan.upcoming(self._after_first, limit - 1)]
             except ScheduleError:  # a cron that falls silent for 8 years: its fires so far
                 pass
         return [fire for fire in fires if fire <= self.end][:limit]
@@ -91,8 +99,8 @@ class Fires:
         if until < self.first or until <= after:
             return 0
         found = int(after < self.first)
-        if self.schedule is not None:
-            found += timing.count_occurrences(self.schedule, max(after, self.first), until, armed_at=self.armed_at)
+        if self.plan is not None:
+            found += self.plan.count(max(after, self._after_first), until)
         return found
 
     def bounded(self, count: int) -> int:
@@ -104,27 +112,30 @@ class Fires:
         if after < self.first:
             if n == 1:
                 return self.first
-            after, n = self.first, n - 1
-        if self.schedule is None:
+            after, n = self._after_first, n - 1
+        if self.plan is None:
             return None
-        return timing.nth_occurrence(self.schedule, after, n, armed_at=self.armed_at)
+        nominal = self.plan.nth_after(after, n)
+        return None if nominal is None else self.plan.fire_at(nominal)
 
 
 def fires_of(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> Fires | None:
     """What ``task`` will fire in ``(now, until]``, or None when nothing: not active, no next
-    run, no runs left, or its next run after ``until`` or after its end (``ends_at``)."""
+    run, no runs left, or its next run after ``until`` or at/after its end (``ends_at``)."""
     left = timing.runs_left(task.max_runs, task.run_count)
     if task.status != TaskStatus.ACTIVE.value or task.next_run_at is None or left == 0:
         return None
-    end = min(until, task_end(task) or until)
+    if task.ends_at is not None and (task.next_occurrence_at or task.next_run_at) >= task.ends_at:
+        return None  # the window [starts_at, ends_at) has no occurrence left
     first = max(task.next_run_at, now)
-    if first > end:
+    if first > until:
         return None
     try:
-        schedule: Schedule | None = task.parsed_schedule()
+        plan: Plan | None = plan_of(task)
     except ScheduleError:
-        schedule = None
-    return Fires(first, end, left, schedule, task.armed_at)
+        plan = None
+    end = min(until, task.ends_at) if task.ends_at is not None else until
+    return Fires(first, max(end, first), left, plan, task.next_occurrence_at)
 
 
 def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:
@@ -179,7 +190,7 @@ def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
         else:
             zone = task_zone(task, viewer_zone)
             markers += [Marker(left=_percent(fire - now, span), top=top, color=color,
-                               label=f"{task.name} · {short_time(fire, zone)} {fire.astimezone(zone).tzname()}")
+                               label=f"{task.name} · {_fire_time(fire, zone, bool(task.jitter_seconds))}")
                         for fire in fires.listed(count)]
         total += count
         lanes += 1
@@ -210,6 +221,13 @@ def day_bands(name: str, fires: Fires, now: dt.datetime, span: dt.timedelta, zon
         if total == fires.left:
             break
     return bands
+
+
+def _fire_time(fire: dt.datetime, zone: dt.tzinfo, seconds: bool) -> str:
+    """``Sat 28 Mar, 09:00 CET``; a jittered fire keeps its seconds (``09:00:17``)."""
+    local = fire.astimezone(zone)
+    clock = f"{short_time(fire, zone)}:{local:%S}" if seconds else short_time(fire, zone)
+    return f"{clock} {local.tzname()}"
 
 
 def _number(count: int) -> str:

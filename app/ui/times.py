@@ -57,19 +57,22 @@ def run_now_words(trigger: str, requested_by: str | None) -> str:
 
 
 def fire_starts(db: Database, run_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
-    """Run id → (occurrence as ISO UTC, lateness words, run-now words) for the runs among ``run_ids``
+    """Run id → (planned start as ISO UTC, lateness words, run-now words) for the runs among ``run_ids``
     that are fires. A run-now has no planned time to be late for: its occurrence and lateness are ""."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
     # The turn's start is the instant its scheduled_prompt event was written (app/core/runs.py).
-    query = (sa.select(Run.id, TaskRun.occurrence_at, Run.started_at, TaskRun.trigger, TaskRun.requested_by)
+    # Planned is the occurrence moved by the task's jitter (SPEC §14): lateness counts from there.
+    query = (sa.select(Run.id, TaskRun.occurrence_at, TaskRun.planned_at, Run.started_at, TaskRun.trigger,
+                       TaskRun.requested_by)
              .join(TaskRun, TaskRun.id == Run.task_run_id).where(Run.id.in_(ids)))
     with db.read() as s:
         rows = s.exec(query).all()
     out = {}
-    for run_id, planned, started, trigger, requested_by in rows:
+    for run_id, occurrence, planned_at, started, trigger, requested_by in rows:
         forced = run_now_words(trigger, requested_by)
+        planned = planned_at or occurrence
         out[run_id] = ("", "", forced) if forced else (iso_utc(planned), lateness(planned, started), "")
     return out
 

@@ -129,6 +129,35 @@ def reveal_sidebar(page) -> None:
         toggle.click()
 
 
+def open_new_chat(page) -> str:
+    """Log in and open a fresh project chat; returns its id."""
+    login(page)
+    first = page.url
+    reveal_sidebar(page)
+    page.get_by_test_id("new-chat").first.click()
+    page.wait_for_url(lambda url: "/chat/" in url and url != first)
+    page.get_by_test_id("chat-title").wait_for()
+    return page.url.rstrip("/").split("/")[-1]
+
+
+def open_drawer(page) -> None:
+    page.get_by_test_id("schedules-button").click()
+    page.get_by_test_id("schedules-drawer").wait_for(state="visible", timeout=15_000)
+
+
+def save_shot(page, tmp_path: Path, name: str, settle_ms: int = 0) -> None:
+    """A screenshot in the test's folder; copied to docs/screenshots/ with CHATCRON_UPDATE_SCREENSHOTS=1."""
+    if settle_ms:
+        page.mouse.move(0, 0)
+        page.wait_for_timeout(settle_ms)
+    path = tmp_path / name
+    page.screenshot(path=str(path))
+    if os.environ.get("CHATCRON_UPDATE_SCREENSHOTS"):
+        target = ROOT / "docs" / "screenshots" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+
+
 def api(server: Server, token: str, method: str, path: str, body: dict | None = None) -> dict:
     """One call of the served HTTP API with a personal token; the JSON answer ({} when empty)."""
     request = urllib.request.Request(

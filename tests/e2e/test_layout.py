@@ -29,7 +29,8 @@ REPLY = "[data-testid=event][data-type=assistant_text]"
 SWITCH_LABEL = "label:has([data-testid=skill-scheduled-tasks])"
 HEADER = ["sidebar-toggle", "chat-title", SWITCH_LABEL, "schedules-button"]
 CARD_PARTS = ["schedule-name", "schedule-status", "schedule-when", "schedule-next-run", "schedule-last-run",
-              "schedule-run-count", "schedule-pause", "schedule-run-now", "schedule-owner",
+              "schedule-run-count", "schedule-pause", "schedule-pause-options", "schedule-skip-next",
+              "schedule-run-now", "schedule-owner",
               "schedule-history-toggle", "schedule-edit", "schedule-delete"]
 GHOST_ICONS = {"schedule-history-toggle", "schedule-edit", "schedule-delete", "schedules-close", "sidebar-toggle"}
 SETTLED_JS = """sel => [...document.querySelectorAll(sel)].every(

@@ -69,7 +69,7 @@ def _closure(start: str) -> set[str]:
 
 def test_the_graph_sees_the_packages() -> None:
     assert "app.schedules.service" in GRAPH and "scheduler.loop" in GRAPH
-    assert "app.schedules.timing" in GRAPH["app.schedules.preview"]
+    assert "app.schedules.plan" in GRAPH["app.schedules.preview"]
 
 
 def test_the_import_graph_has_no_cycle() -> None:

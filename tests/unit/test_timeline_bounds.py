@@ -15,7 +15,7 @@ from app.schedules import overview, timing
 from app.schedules.model import ScheduledTask
 from app.schedules.preview import preview
 from app.schedules.spec import parse_schedule
-from app.ui import all_tasks, schedule_form, schedule_views, tasks, timeline
+from app.ui import all_tasks, form_check, schedule_form, schedule_views, timeline
 
 NOW = dt.datetime(2026, 3, 27, 12, 0, tzinfo=dt.UTC)  # a Friday
 EVERY_MINUTE = {"kind": "interval", "every_seconds": 60}
@@ -33,9 +33,8 @@ def task(schedule: dict, status: str = "active", **fields: object) -> ScheduledT
 
 
 def ending(row: ScheduledTask, at: dt.datetime) -> ScheduledTask:
-    """``row`` with an end (SPEC §14 ``ends_at``), which the model does not have yet: the views read
-    it with getattr, so a task of tomorrow's model is shown the same way."""
-    object.__setattr__(row, "ends_at", at)
+    """``row`` with an end (SPEC §14 ``ends_at``: occurrences exist in ``[starts_at, ends_at)``)."""
+    row.ends_at = at
     return row
 
 
@@ -142,7 +141,7 @@ def test_the_preview_is_bounded_by_the_runs_left(max_runs: str, run_count: int, 
     stored = schedule_form.original_of(task(EVERY_MINUTE, max_runs=5, run_count=run_count))
     fields = dataclasses.replace(schedule_form.FormFields(name="ping", prompt="check"), kind=kind,
                                  max_runs=max_runs)
-    assert tasks._runs_left(fields, stored) == left
+    assert form_check._runs_left(fields, stored) == left
     assert schedule_form.patch_of(schedule_form.fields_of(task(EVERY_MINUTE, max_runs=5), "UTC"), stored) == {}
 
 
@@ -157,7 +156,8 @@ def test_the_preview_stops_at_an_end() -> None:
 def test_an_end_cuts_the_week() -> None:
     ended = ending(task(EVERY_MINUTE), dt.datetime(2026, 3, 31, 6, tzinfo=dt.UTC))  # Tuesday 06:00
     line = timeline.timeline([ended], NOW, "UTC")
-    assert [b.count for b in bands(line)] == ["719", "1440", "1440", "1440", "361"] and line.label == "5400 fires"
+    # the window is [starts_at, ends_at): Tuesday 00:00 .. 05:59, not 06:00 itself
+    assert [b.count for b in bands(line)] == ["719", "1440", "1440", "1440", "360"] and line.label == "5399 fires"
     last = bands(line)[-1]
     assert abs(percent(last.left) + percent(last.width) - (3 * 24 + 18) / (7 * 24) * 100) < 0.01
     assert line.dense == ["ping: every 1 min · 1440/day"]

@@ -17,12 +17,13 @@ from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
 from app.ui.state.nav import NavState
 from app.ui.state.notifications import NotificationsState
+from app.ui.state.pause_form import PauseFormState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
 PAGE_STATES = {AllSchedulesState, AttentionState, ChatState, InboxState, LoginState, NavState, NotificationsState,
-               ScheduleFormState, ScheduleState}
+               PauseFormState, ScheduleFormState, ScheduleState}
 
 # Every state module loaded, as the running app loads them: the substates seen here do not depend
 # on which other tests ran first in this session (a page state missing above fails at once).

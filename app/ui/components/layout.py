@@ -68,6 +68,27 @@ def _project(project: ProjectNode) -> rx.Component:
     )
 
 
+def _loose_chats() -> rx.Component:
+    """Chats outside any project (SPEC §14): their own heading and New button."""
+    return rx.box(
+        rx.hstack(
+            rx.text("Loose chats", weight="bold", size="2"),
+            rx.spacer(),
+            rx.icon_button(rx.icon("plus", size=14), size="1", variant="ghost", on_click=NavState.new_loose_chat,
+                           aria_label="New loose chat", title="New loose chat (no project, no schedules)",
+                           custom_attrs={"data-testid": "loose-chat-new"}),
+            align="center",
+        ),
+        rx.cond(NavState.loose.length() > 0,
+                rx.vstack(rx.foreach(NavState.loose, _chat_link), spacing="1", padding_left="0.5em",
+                          padding_top="0.25em"),
+                rx.text("Chats outside any project.", size="1", color_scheme="gray", padding_left="0.5em")),
+        custom_attrs={"data-testid": "loose-chats"},
+        width="100%",
+        padding_y="0.5em",
+    )
+
+
 def sidebar() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("alarm-clock", size=20), rx.heading("chatcron", size="4"), align="center"),
@@ -77,6 +98,7 @@ def sidebar() -> rx.Component:
         rx.divider(),
         rx.foreach(NavState.tree, _project),
         project_new(),  # app/ui/components/actions.py
+        _loose_chats(),
         rx.spacer(),
         _nav_link("bell", "Notifications", "/settings/notifications", "nav-notifications"),
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,

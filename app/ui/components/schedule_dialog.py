@@ -39,8 +39,8 @@ def _input(field: str, testid: str, attrs: dict | None = None, **props: object) 
     )
 
 
-def _field(label: str, control: rx.Component, html_for: str, hint: str = "") -> rx.Component:
-    helper = [rx.text(hint, size="1", color_scheme="gray")] if hint else []
+def _field(label: str, control: rx.Component, html_for: str, hint: str | rx.Var = "") -> rx.Component:
+    helper = [rx.text(hint, size="1", color_scheme="gray")] if isinstance(hint, rx.Var) or hint else []
     return rx.vstack(_label(label, html_for), control, *helper, spacing="1", width="100%")
 
 
@@ -80,28 +80,71 @@ def _when() -> rx.Component:
     )
 
 
-def _unit() -> rx.Component:
-    """The interval's unit, beside the number (the task stores seconds)."""
+def _unit(field: str = "every_unit", testid: str = "schedule-form-every-unit", label: str = "Unit of the interval",
+          disabled: rx.Var | bool = False) -> rx.Component:
+    """A span's unit, beside its number (the task stores seconds)."""
     return rx.el.select(
         *[rx.el.option(unit, value=unit) for unit in UNITS],
-        value=F.every_unit, on_change=lambda value: F.set_field("every_unit", value),
-        aria_label="Unit of the interval", id="schedule-every-unit",
-        custom_attrs={"data-testid": "schedule-form-every-unit"},
+        value=getattr(F, field), on_change=lambda value: F.set_field(field, value),
+        aria_label=label, id=f"schedule-{field.replace('_', '-')}", disabled=disabled,
+        custom_attrs={"data-testid": testid},
         style={"height": "var(--space-6)", "padding": "0 var(--space-2)", "border_radius": "var(--radius-2)",
                "border": "1px solid var(--gray-a7)", "background": "var(--color-surface)",
                "color": "var(--gray-12)", "font_size": "var(--font-size-2)"},
     )
 
 
+def _catchup() -> rx.Component:
+    """The catch-up window: a span and its unit, or "fire however late" (no window)."""
+    late = F.catchup_mode == "late"
+    return _field("Catch-up window", rx.vstack(
+        rx.hstack(
+            _input("catchup", "schedule-form-catchup", type="number", min="1", step="1", disabled=late),
+            _unit("catchup_unit", "schedule-form-catchup-unit", "Unit of the catch-up window", disabled=late),
+            align="center", width="100%"),
+        rx.el.label(rx.hstack(
+            rx.checkbox(checked=late, on_change=F.set_late, custom_attrs={"data-testid": "schedule-form-catchup-late"}),
+            rx.text("Fire however late", size="2"), align="center", spacing="2")),
+        spacing="2", width="100%"),
+        "schedule-catchup", "A fire found later than this is recorded as missed, not run")
+
+
+def _advanced() -> rx.Component:
+    """SPEC §14's timing, behind a disclosure so the simple case stays simple. A once task has no
+    active window (it fires at its date); it takes a catch-up window and a small jitter."""
+    return rx.vstack(
+        rx.el.button(
+            rx.cond(F.advanced, rx.icon("chevron-down", size=15), rx.icon("chevron-right", size=15)),
+            rx.text("Advanced timing", size="2", weight="medium"),
+            rx.text("catch-up, jitter, active window", size="1", color_scheme="gray"),
+            on_click=F.toggle_advanced, type="button", class_name="cc-disclosure",
+            custom_attrs={"data-testid": "schedule-form-advanced", "aria-controls": "schedule-advanced",
+                          "aria-expanded": rx.cond(F.advanced, "true", "false")},
+        ),
+        rx.cond(F.advanced, rx.grid(
+            _catchup(),
+            _field("Jitter (seconds)", _input("jitter", "schedule-form-jitter", type="number", min="0", step="1"),
+                   "schedule-jitter", F.jitter_hint),
+            rx.cond(F.kind != "once", rx.fragment(
+                _field("Starts at", _input("starts", "schedule-form-starts", type="datetime-local"), "schedule-starts",
+                       "Optional; wall-clock time in " + F.timezone.to(str)),
+                _field("Ends at", _input("ends", "schedule-form-ends", type="datetime-local"), "schedule-ends",
+                       "Optional; nothing fires from then on"))),
+            columns=TWO_COLUMNS, spacing="3", width="100%", id="schedule-advanced",
+        )),
+        spacing="3", width="100%",
+    )
+
+
 def _fire(fire: dict) -> rx.Component:
     """One next fire; a clock change that moves it is said on its row."""
     return rx.vstack(
-        rx.hstack(
-            rx.icon("clock", size=13, color="var(--gray-10)"),
-            rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
-            rx.spacer(),
-            rx.text(fire["relative"], size="1", color_scheme="gray"),
-            align="center", width="100%",
+        rx.flex(  # on a phone a jitter's spread takes the line: the relative time wraps under it
+            rx.hstack(rx.icon("clock", size=13, color="var(--gray-10)", flex_shrink="0"),
+                      rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
+                      align="center", spacing="2", min_width="0"),
+            rx.text(fire["relative"], size="1", color_scheme="gray", white_space="nowrap", margin_left="auto"),
+            align="center", width="100%", wrap="wrap", column_gap="12px",
         ),
         rx.cond(fire["note"] != "",
                 rx.text(rx.icon("triangle-alert", size=12), " ", fire["note"], size="1", color_scheme="amber",
@@ -120,6 +163,11 @@ def _preview() -> rx.Component:
                                   custom_attrs={"data-testid": "schedule-form-description"}),
                           align="center", spacing="2"),
                 rx.foreach(F.fires, _fire),
+                rx.cond(F.window != "",
+                        rx.hstack(rx.icon("flag", size=12, color="var(--gray-10)", flex_shrink="0", margin_top="3px"),
+                                  rx.text(F.window, size="1", color_scheme="gray",
+                                          custom_attrs={"data-testid": "schedule-form-window"}),
+                                  spacing="1", align="start", padding_top="2px")),
                 spacing="1", width="100%",
             ),
             rx.text(rx.cond(F.error != "", "Fix the error below to see the next fire times.",
@@ -221,6 +269,7 @@ def schedule_dialog() -> rx.Component:
                     color_scheme=rx.cond(_invalid("prompt"), "red", "gray"),
                     custom_attrs={"data-testid": "schedule-form-prompt"}), "schedule-prompt"),
                 _when(),
+                _advanced(),
                 _preview(),
                 _options(),
                 _error(),

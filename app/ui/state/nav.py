@@ -1,4 +1,5 @@
-"""The sidebar: projects the user can see and their chats, the open chat, and a new project."""
+"""The sidebar: projects the user can see and their chats, the user's loose chats, the open chat,
+and a new project."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def load_tree(user: User) -> list[ProjectNode]:
     ]
 
 
+def load_loose(user: User) -> list[ChatLink]:
+    """The user's own chats outside any project, newest first (SPEC §14)."""
+    return [ChatLink(c.id, c.title) for c in chats.list_loose_chats(get_core().db, user)]
+
+
 def _project_message(exc: ChatcronError) -> str:
     """"The name must not be empty." for the dialog's own field, the error's message otherwise."""
     if isinstance(exc, InvalidInput) and exc.field == "name":
@@ -46,6 +52,7 @@ def _project_message(exc: ChatcronError) -> str:
 
 class NavState(AuthState):
     tree: list[ProjectNode] = []
+    loose: list[ChatLink] = []  # chats without a project ("Loose chats")
     current_chat_id: int = 0  # the open chat (its item carries aria-current="page")
     project_dialog: bool = False
     project_error: str = ""
@@ -62,7 +69,9 @@ class NavState(AuthState):
     @rx.event
     async def load_nav(self):
         self.current_chat_id = self._open_chat_id()
-        self.tree = await asyncio.to_thread(load_tree, await self._user())
+        user = await self._user()
+        self.tree = await asyncio.to_thread(load_tree, user)
+        self.loose = await asyncio.to_thread(load_loose, user)
 
     @rx.event
     async def open_first_chat(self):
@@ -78,6 +87,15 @@ class NavState(AuthState):
         user = await self._user()
         chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, project_id)
         self.tree = await asyncio.to_thread(load_tree, user)
+        return rx.redirect(f"/chat/{chat.id}")
+
+    @rx.event
+    async def new_loose_chat(self):
+        """A chat outside any project (no schedules), opened at once."""
+        core = get_core()
+        user = await self._user()
+        chat = await asyncio.to_thread(chats.create_chat, core.db, core.clock, user, None)
+        self.loose = await asyncio.to_thread(load_loose, user)
         return rx.redirect(f"/chat/{chat.id}")
 
     @rx.event

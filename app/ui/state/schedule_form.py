@@ -10,8 +10,8 @@ import reflex as rx
 
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput
-from app.ui import schedule_form, tasks
-from app.ui.schedule_form import INPUTS, FormFields
+from app.ui import form_check, schedule_form, tasks
+from app.ui.schedule_form import ADVANCED, INPUTS, FormFields
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
@@ -59,6 +59,15 @@ class ScheduleFormState(AuthState):
     session: str = "resume"
     max_runs: str = ""
     notify: str = "failures"
+    catchup: str = "1"
+    catchup_unit: str = "hours"
+    catchup_mode: str = "window"  # "late": fire however late (no catch-up window)
+    jitter: str = "0"
+    starts: str = ""
+    ends: str = ""
+    advanced: bool = False  # the "Advanced timing" disclosure is open
+    window: str = ""  # the preview's line on the active window ("Ends Tue 31 Mar, 18:00 CEST: …")
+    jitter_hint: str = ""  # the jitter's bound for this schedule
     description: str = ""
     fires: list[dict[str, str]] = []
     error: str = ""
@@ -91,7 +100,7 @@ class ScheduleFormState(AuthState):
         now = tasks.task_service().clock.now()
         zone = self._zone
         self._load(FormFields(timezone=zone, at=schedule_form.default_at(now, zone)))
-        self.editing_id, self._original, self._touched = 0, {}, []
+        self.editing_id, self._original, self._touched, self.advanced = 0, {}, [], False
         await self._opened()
 
     @rx.event
@@ -105,6 +114,7 @@ class ScheduleFormState(AuthState):
             return
         self._load(schedule_form.fields_of(task, self._zone))
         self.editing_id, self._original, self._touched = task.id, schedule_form.original_of(task), []
+        self.advanced = schedule_form.timing_set(self._fields())
         await self._opened()
 
     async def _opened(self) -> None:
@@ -125,6 +135,10 @@ class ScheduleFormState(AuthState):
         return None
 
     @rx.event
+    def toggle_advanced(self):
+        self.advanced = not self.advanced
+
+    @rx.event
     def keep_editing(self):
         self.confirm_discard = False
 
@@ -141,19 +155,30 @@ class ScheduleFormState(AuthState):
     @rx.event
     async def set_field(self, field: str, value: str):
         """Every keystroke lands here (debounced by the input) and re-runs the preview."""
+        await self._set(field, value)
+
+    async def _set(self, field: object, value: object) -> None:
         field, value = schedule_form.typed(field, value, get_core().settings.prompt_max_bytes)
         setattr(self, field, value)
         if field not in self._touched:
             self._touched = [*self._touched, field]
         await self._check()
 
+    @rx.event
+    async def set_late(self, late: bool):
+        """The "fire however late" box: no catch-up window (null) when ticked."""
+        await self._set("catchup_mode", "late" if late is True else "window")
+
     async def _check(self) -> None:
-        check = await asyncio.to_thread(tasks.check_form, self._fields(), self._original or None, self._zone)
+        check = await asyncio.to_thread(form_check.check_form, self._fields(), self._original or None, self._zone)
         self.description, self.fires = check.description, check.fires
+        self.window, self.jitter_hint = check.window, check.jitter_hint
         self.valid = not check.error
         quiet = check.error_field in QUIET_UNTIL_TOUCHED and check.error_field not in self._touched
         self.error = "" if quiet else check.error
         self.error_input = "" if quiet else INPUTS.get(check.error_field, "")
+        if self.error_input in ADVANCED:  # an error in the advanced timing is shown where it is
+            self.advanced = True
         self.blocked = schedule_form.blocked_reason(check.error_field, self._fields())
 
     @rx.event
@@ -171,6 +196,7 @@ class ScheduleFormState(AuthState):
                                            self._original or None)
         except InvalidInput as exc:
             self.error, self.error_input, self.valid = schedule_form.explain(exc), INPUTS.get(exc.field, ""), False
+            self.advanced = self.advanced or self.error_input in ADVANCED
             self.blocked = schedule_form.blocked_reason(exc.field, self._fields())
             self.saving = False
             return

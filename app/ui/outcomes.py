@@ -1,0 +1,42 @@
+"""How a run outcome reads and which colour it wears — one table for every view that shows one
+(the drawer's last run and history, the All schedules page).
+
+Pure. ``missed`` and ``deferred`` (SPEC §14) are not failures: a missed record says the scheduler
+found the occurrence too late to fire (warning colour), a deferred one that a due fire waits
+(neutral amber).
+"""
+
+from __future__ import annotations
+
+from app.schedules.model import RunOutcome
+
+OUTCOME_COLORS = {
+    RunOutcome.RUNNING: "blue", RunOutcome.SUCCEEDED: "grass", RunOutcome.FAILED: "red",
+    RunOutcome.SKIPPED: "gray", RunOutcome.QUEUED: "amber", RunOutcome.ABANDONED: "orange",
+    RunOutcome.MISSED: "orange", RunOutcome.DEFERRED: "amber",
+}
+NOT_FIRED = frozenset({RunOutcome.SKIPPED, RunOutcome.MISSED, RunOutcome.DEFERRED})  # no turn started
+
+
+def outcome_of(value: str | None) -> RunOutcome | None:
+    """The outcome named ``value``, None for an empty or unknown one."""
+    try:
+        return RunOutcome(value) if value else None
+    except ValueError:
+        return None
+
+
+def color(value: str | None) -> str:
+    """The Radix colour of an outcome (gray for an unknown one)."""
+    outcome = outcome_of(value)
+    return OUTCOME_COLORS.get(outcome, "gray") if outcome else "gray"
+
+
+def label(value: str | None, missed_count: int | None = None) -> str:
+    """``succeeded``, ``missed``, ``missed (3 occurrences)`` when one record stands for several."""
+    outcome = outcome_of(value)
+    if outcome is None:
+        return value or ""
+    if outcome is RunOutcome.MISSED and missed_count and missed_count > 1:
+        return f"missed ({missed_count:,} occurrences)"
+    return outcome.value
