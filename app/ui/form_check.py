@@ -25,7 +25,7 @@ from app.ui.schedule_form import FormFields
 from app.ui.tasks import task_service
 
 PREVIEW_COUNT = 5
-REARMING = {"schedule", "jitter_seconds", "starts_at", "ends_at"}  # a change of these re-arms the task
+REARMING = {"schedule", "starts_at"}  # these re-arm the task (service.update); jitter or an end keep its grid
 
 
 @dataclasses.dataclass

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.core.attention_tables import Notify
 from app.core.errors import InvalidInput
+from app.schedules.fields import MAX_CATCHUP_SECONDS, MAX_JITTER_SECONDS
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
 from app.ui import checks
@@ -138,7 +139,12 @@ def _instant_of(wall: str, zone_name: str, field: str) -> str | None:
         naive = dt.datetime.fromisoformat(wall.strip()).replace(tzinfo=None)
     except ValueError:
         raise InvalidInput(field, "pick a date and time, or leave it empty") from None
+    if not FIRST_YEAR <= naive.year <= LAST_YEAR:
+        raise InvalidInput(field, f"pick a date between {FIRST_YEAR} and {LAST_YEAR}")
     return format_instant(naive.replace(tzinfo=_zone(zone_name)))
+
+
+FIRST_YEAR, LAST_YEAR = 1970, 2200  # typed dates outside are refused, never overflowed
 
 
 def _wall_of(instant: dt.datetime | None, zone: dt.tzinfo) -> str:
@@ -166,6 +172,10 @@ def timing_of(fields: FormFields) -> dict[str, Any]:
         catchup = _whole(fields.catchup, "catchup_window_seconds", fields.catchup_unit) * \
             UNITS.get(fields.catchup_unit, 1)
     jitter = _whole(fields.jitter or "0", "jitter_seconds", "seconds (0 for none)")
+    if jitter > MAX_JITTER_SECONDS:
+        raise InvalidInput("jitter_seconds", f"is more than a day ({MAX_JITTER_SECONDS} s)")
+    if catchup is not None and catchup > MAX_CATCHUP_SECONDS:
+        raise InvalidInput("catchup_window_seconds", "is more than a year")
     once = fields.kind == "once"
     return {"catchup_window_seconds": catchup, "jitter_seconds": jitter,
             "starts_at": None if once else _instant_of(fields.starts, fields.timezone, "starts_at"),
@@ -189,7 +199,14 @@ def body_of(fields: FormFields) -> dict[str, Any]:
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
     """Only what changed against ``original`` (a body), so an unchanged schedule keeps its grid."""
     body = body_of(fields)
-    return {key: value for key, value in body.items() if original.get(key) != value}
+    patch = {key: value for key, value in body.items() if original.get(key) != value}
+    zone = original["schedule"].get("timezone") or fields.timezone  # the zone the window was shown in
+    for key, typed in (("starts_at", fields.starts), ("ends_at", fields.ends)):
+        stored = original.get(key)
+        if key in patch and stored and typed.strip() == _wall_of(dt.datetime.fromisoformat(
+                stored.replace("Z", "+00:00")), _zone(zone)):
+            del patch[key]  # untouched: the stored instant stays (a repeated wall hour, another zone)
+    return patch
 
 
 def _stored(instant: dt.datetime | None) -> str | None:

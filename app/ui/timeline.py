@@ -74,6 +74,7 @@ class Fires:
     left: int | None
     plan: Plan | None  # None: a stored schedule that no longer parses (its next run only)
     first_nominal: dt.datetime | None = None  # None: ``first`` itself
+    horizon: dt.datetime | None = None  # the view's end (None: ``end``); a jittered fire may pass ``end``
 
     @property
     def _after_first(self) -> dt.datetime:
@@ -90,7 +91,7 @@ class Fires:
                 fires += [self.plan.fire_at(n) for n in self.plan.upcoming(self._after_first, limit - 1)]
             except ScheduleError:  # a cron that falls silent for 8 years: its fires so far
                 pass
-        return [fire for fire in fires if fire <= self.end][:limit]
+        return [fire for fire in fires if fire <= (self.horizon or self.end)][:limit]
 
     def count(self, after: dt.datetime, until: dt.datetime) -> int:
         """How many fires fall in ``(after, until]`` (and not after ``end``), runs left aside;
@@ -135,7 +136,9 @@ def fires_of(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> Fires
     except ScheduleError:
         plan = None
     end = min(until, task.ends_at) if task.ends_at is not None else until
-    return Fires(first, max(end, first), left, plan, task.next_occurrence_at)
+    # the plan bounds occurrences by the window (their nominal instants, as the scheduler does): a last
+    # occurrence before ends_at whose jitter carries it past ends_at is still listed, up to the view's end
+    return Fires(first, max(end, first), left, plan, task.next_occurrence_at, horizon=until)
 
 
 def upcoming(task: ScheduledTask, now: dt.datetime, until: dt.datetime, limit: int) -> list[dt.datetime]:

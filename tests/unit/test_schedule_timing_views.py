@@ -228,3 +228,57 @@ def test_the_timeline_dots_are_the_jittered_fires() -> None:
     assert fires == [plan.fire_at(n) for n in plan.upcoming(NOW, 7)]
     line = timeline.timeline([timed], NOW, "UTC")
     assert line.label == "7 fires" and line.markers[0].label.startswith("standup · Sat 28 Mar, 09:")
+
+
+# --- found in review --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"jitter": "100000000000"}, "jitter_seconds"), ({"catchup": "999999999", "catchup_unit": "hours"},
+                                                     "catchup_window_seconds"),
+    ({"kind": "interval", "starts": "9999-12-31T23:30"}, "starts_at"), ({"ends": "1900-01-01T00:00"}, "ends_at"),
+], ids=["jitter", "catch-up", "starts", "ends"])
+def test_huge_values_are_refused_by_name_never_overflowed(changes: dict, field: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        schedule_form.timing_of(form(**changes))
+    assert caught.value.field == field
+    service = TaskService(None, FakeClock(NOW), load_settings({}))
+    monkeypatch.setattr(form_check, "task_service", lambda: service)
+    check = form_check.check_form(form(every="1", every_unit="hours", **changes), None, PARIS)
+    assert check.error_field == field  # the live check answers in the dialog; it does not raise
+    with pytest.raises(InvalidInput) as caught:
+        schedule_form.pause_body("", "9999-12-31T23:30", "America/New_York")
+    assert caught.value.field == "until"
+
+
+def test_an_untouched_end_in_the_repeated_autumn_hour_is_not_sent_back_an_hour_early() -> None:
+    ends = dt.datetime(2026, 10, 25, 1, 30, tzinfo=dt.UTC)  # 02:30 CET: the second 02:30 in Paris that night
+    stored = task(NINE_PARIS, ends_at=ends)
+    fields = schedule_form.fields_of(stored, PARIS)
+    assert fields.ends == "2026-10-25T02:30"
+    original = schedule_form.original_of(stored)
+    assert schedule_form.patch_of(dataclasses.replace(fields, name="renamed"), original) == {"name": "renamed"}
+    moved = schedule_form.patch_of(dataclasses.replace(fields, ends="2026-10-25T03:30"), original)
+    assert moved == {"ends_at": "2026-10-25T02:30:00Z"}
+
+
+def test_an_edit_of_only_the_jitter_previews_the_grid_the_task_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    service = TaskService(None, FakeClock(NOW), load_settings({}))
+    monkeypatch.setattr(form_check, "task_service", lambda: service)
+    armed = NOW - dt.timedelta(minutes=43)  # 11:17: the hourly grid is :17
+    stored = task(HOURLY, armed_at=armed)
+    fields = dataclasses.replace(schedule_form.fields_of(stored, "UTC"), jitter="30")
+    check = form_check.check_form(fields, schedule_form.original_of(stored), "UTC")
+    assert check.error == "" and all(":17" in fire["local"] for fire in check.fires), check.fires
+
+
+def test_the_timeline_lists_a_last_fire_whose_jitter_passes_the_end() -> None:
+    armed = dt.datetime(2026, 3, 27, 9, 17, tzinfo=dt.UTC)
+    ends = dt.datetime(2026, 3, 27, 17, 18, tzinfo=dt.UTC)
+    plan = Plan(parse_schedule(HOURLY), armed_at=armed, ends_at=ends, jitter_seconds=360, task_id=1)
+    nominal = plan.next_after(NOW)
+    timed = task(HOURLY, id=1, jitter_seconds=360, armed_at=armed, ends_at=ends, next_run_at=plan.fire_at(nominal),
+                 next_occurrence_at=nominal)
+    listed = timeline.upcoming(timed, NOW, NOW + dt.timedelta(days=1), 20)
+    assert listed == [plan.fire_at(n) for n in plan.upcoming(NOW - dt.timedelta(seconds=1), 20)]
+    assert len(listed) == timeline.fire_count(timed, NOW, NOW + dt.timedelta(days=1)) == 6  # 12:17 … 17:17

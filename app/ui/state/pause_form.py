@@ -22,6 +22,8 @@ class PauseFormState(AuthState):
     task_id: int = 0  # the row whose form is open (0: none)
     note: str = ""
     until: str = ""  # a datetime-local value in the viewer's zone, "" for none
+    opened_note: str = ""  # what the form showed when opened: an untouched field is not sent
+    opened_until: str = ""
     error: str = ""
     saving: bool = False
 
@@ -31,6 +33,7 @@ class PauseFormState(AuthState):
         self.task_id = checks.positive_id(task_id, "task_id")
         self.note = checks.text(note, "note", 4 * MAX_NOTE_CHARS)
         self.until = checks.text(until, "until", UNTIL_CHARS)
+        self.opened_note, self.opened_until = self.note, self.until
         self.error, self.saving = "", False
 
     @rx.event
@@ -54,7 +57,9 @@ class PauseFormState(AuthState):
         self.saving = True
         yield
         try:
-            body = schedule_form.pause_body(self.note, self.until, drawer.browser_zone)
+            changed = {"note": self.note != self.opened_note, "until": self.until != self.opened_until}
+            body = schedule_form.pause_body(self.note, self.until if changed["until"] else "", drawer.browser_zone)
+            body = {key: value for key, value in body.items() if changed[key]}  # untouched: the stored value stays
             user = await self._user()
             await asyncio.to_thread(tasks.pause, user, self.task_id, body)
         except InvalidInput as exc:
