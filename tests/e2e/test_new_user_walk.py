@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 from app.core.config import load_settings
 from app.core.context import Core, build_core
 from app.core.models import Event, EventType
-from tests.e2e.conftest import Server, api, login, reveal_sidebar
+from tests.e2e.conftest import Server, api, login, open_new_chat, reveal_sidebar
 
 pytestmark = pytest.mark.e2e
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
@@ -72,7 +72,7 @@ def _claude_chat(server: Server, token: str, title: str) -> int:
 
 def test_the_chat_says_which_agent_answers_and_its_help_is_that_agents(
         sized: Page, server: Server, token: str) -> None:
-    login(sized)
+    open_new_chat(sized)  # a chat of its own: the demo chat is shared with other tests, never empty for long
     badge = sized.get_by_test_id("chat-agent-badge")
     expect(badge).to_have_text("Demo agent")
     expect(badge).to_have_attribute("data-kind", "demo")
