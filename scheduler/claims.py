@@ -178,8 +178,7 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
         _missed(s, task, decision, now, instance, records)
     elif decision.action in (d.Action.END, d.Action.RESUME):
         _apply(s, task, decision.changes, now)
-        s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now,
-                    text=f'scheduled task "{task.name}" {decision.note}'))
+        _tell_chat(s, task, now, f'scheduled task "{task.name}" {decision.note}')
     elif decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
@@ -209,8 +208,12 @@ def _missed(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime
     row.missed_count = decision.missed_count
     s.add(row)
     _apply(s, task, decision.changes, now)
-    s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now,
-                text=f'scheduled task "{task.name}": {decision.note}'))
+    _tell_chat(s, task, now, f'scheduled task "{task.name}": {decision.note}')
+
+
+def _tell_chat(s: Session, task: ScheduledTask, now: dt.datetime, text: str) -> None:
+    """A status line in the task's chat (its window's end, its resume, a miss)."""
+    s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now, text=text))
 
 
 def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.datetime, instance: str,

@@ -28,7 +28,6 @@ from scheduler.decision_types import (  # noqa: F401 (the decisions' vocabulary,
     TaskView,
 )
 from scheduler.occurrences import NextFn, Occurrences, next_fields, occurrences
-from scheduler.window import WINDOW_ENDED  # noqa: F401
 
 
 def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
@@ -41,7 +40,7 @@ def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
     if pending_ready:
         return Due(task.pending_occurrence_at or now, Trigger.FOLLOW_UP)
     if task.next_run_at is not None and task.next_run_at <= now:
-        nominal = task.next_nominal or task.next_run_at
+        nominal = task.next_nominal
         planned = task.next_run_at if task.next_run_at != nominal else None
         if task.pending_run:
             return Due(nominal, Trigger.FOLLOW_UP, coalesce_only=True, planned_at=planned)

@@ -31,6 +31,8 @@ ONCE_MAX_JITTER_SECONDS = 600  # a once task has no gap to take a tenth of
 MAX_NOTE_CHARS = 500
 MAX_PAUSE = dt.timedelta(days=3660)
 TIMING_FIELDS = ("catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at")
+MOVES_NEXT = frozenset({"schedule", "jitter_seconds", "starts_at", "ends_at"})  # an edit of these moves the next fire
+REARMS = frozenset({"schedule", "starts_at"})  # ... and of these re-arms it (an interval's grid starts anew)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +146,7 @@ def check(merged: dict[str, Any], schedule: Schedule, now: dt.datetime, *, chang
     """The §14 fields of a create body (``changed`` = all) or of a PATCH merged onto the task
     (``changed`` = the keys sent, with "schedule" when the schedule changes): a field is judged
     against now only when it or the schedule changes."""
-    timing_changed = bool(changed & {"schedule", "jitter_seconds", "starts_at", "ends_at"})
+    timing_changed = bool(changed & MOVES_NEXT)
     jitter_value = merged.get("jitter_seconds")
     starts_at, ends_at = window(merged.get("starts_at"), merged.get("ends_at"), schedule, now,
                                 check_future=bool(changed & {"schedule", "starts_at", "ends_at"}), armed_at=armed_at)

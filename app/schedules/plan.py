@@ -116,7 +116,7 @@ class Plan:
 def plan_of(task: Any) -> Plan:
     """The plan of a ScheduledTask (or a row of its columns)."""
     return Plan(parse_schedule(json.loads(task.schedule)),
-                armed_at=task.armed_at, starts_at=getattr(task, "starts_at", None),
-                ends_at=getattr(task, "ends_at", None), jitter_seconds=getattr(task, "jitter_seconds", 0) or 0,
+                armed_at=task.armed_at, starts_at=task.starts_at, ends_at=task.ends_at,
+                jitter_seconds=task.jitter_seconds or 0,
                 task_id=task.id or 0)
 

@@ -219,6 +219,7 @@ class TaskService(PauseOps):
             raise Forbidden("an agent may only rename a schedule; a user must change its definition")
         spec = self.validate(body, partial_of=task)
         now = self.clock.now()
+        skipped = self._recorded_after(task_id, now) if set(body) & fields.MOVES_NEXT else frozenset()
 
         def change(row: ScheduledTask) -> None:
             row.name, row.prompt, row.overlap, row.session = spec.name, spec.prompt, spec.overlap.value, \
@@ -228,13 +229,11 @@ class TaskService(PauseOps):
                 setattr(row, key, value)
             if "schedule" in body:
                 row.schedule = spec.schedule_json
-            if set(body) & {"schedule", "jitter_seconds", "starts_at", "ends_at"} and \
-                    row.status == TaskStatus.ACTIVE.value:
-                if set(body) & {"schedule", "starts_at"}:  # a new grid; jitter or an end keeps the old one
+            if set(body) & fields.MOVES_NEXT and row.status == TaskStatus.ACTIVE.value:
+                if set(body) & fields.REARMS:  # a new grid; jitter or an end keeps the old one
                     row.armed_at = now
                 set_next(row, plan_of(row).next_fire(now, skip=skipped))
 
-        skipped = self._recorded_after(task_id, now)
         return self._mutate(task_id, change)
 
     def arm(self, actor: Actor, task_id: int) -> ScheduledTask:

@@ -25,7 +25,6 @@ from app.ui.schedule_form import FormFields
 from app.ui.tasks import task_service
 
 PREVIEW_COUNT = 5
-REARMING = {"schedule", "starts_at"}  # these re-arm the task (service.update); jitter or an end keep its grid
 
 
 @dataclasses.dataclass
@@ -100,7 +99,7 @@ def _armed_at(fields: FormFields, original: dict[str, Any] | None, now: dt.datet
         patch = schedule_form.patch_of(fields, original)
     except InvalidInput:
         return now
-    return now if set(patch) & REARMING or original.get("armed_at") is None else original["armed_at"]
+    return now if set(patch) & task_fields.REARMS or original.get("armed_at") is None else original["armed_at"]
 
 
 def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, fields: FormFields,

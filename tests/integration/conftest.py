@@ -1,5 +1,6 @@
-"""Fixtures shared by the scheduler-loop suites (test_scheduler_loop, test_batched_starts) and the
-admin CLI suites (test_manage_cli, test_manage_access)."""
+"""Fixtures shared by the scheduler-loop suites (test_scheduler_loop, test_batched_starts), the
+suites of real scheduler processes (``procs``) and the admin CLI suites (test_manage_cli,
+test_manage_access)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.core.context import Core
 from app.core.db import Database
 from tests.conftest import make_core, with_settings
 from tests.integration.managecli import Cli, cli_env
+from tests.integration.procs import Schedulers, schedulers
 
 
 @pytest.fixture
@@ -61,3 +63,11 @@ def store(cli: Cli) -> Iterator[Database]:
     db = Database(cli.url)
     yield db
     db.dispose()
+
+
+@pytest.fixture
+def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
+    """Real ``python -m scheduler`` children on the test's database (the file's ``settings``), killed
+    at the end (tests/integration/procs.py)."""
+    with schedulers(settings.db_url, settings.data_dir, tmp_path / "logs") as group:
+        yield group

@@ -65,12 +65,6 @@ def settings(settings: Settings) -> Settings:
     return with_settings(settings, run_lease_seconds=LEASE, max_tasks_per_project=0, max_concurrent_runs=0)
 
 
-@pytest.fixture
-def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
-    with schedulers(settings.db_url, settings.data_dir, tmp_path / "logs") as group:
-        yield group
-
-
 # -- helpers --------------------------------------------------------------------------------------
 def _service(core: Core) -> TaskService:
     return TaskService(core.db, core.clock, core.settings, DatabaseWaker(core.db))

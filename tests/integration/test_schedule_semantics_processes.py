@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -25,7 +23,7 @@ from app.schedules.plan import plan_of
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import format_instant, parse_schedule, schedule_to_dict
 from tests.conftest import with_settings
-from tests.integration.procs import Schedulers, schedulers, wait_for, wait_ready
+from tests.integration.procs import Schedulers, clone_tasks, wait_for, wait_ready
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
 
@@ -39,12 +37,6 @@ SECOND = dt.timedelta(seconds=1)
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     return with_settings(settings, run_lease_seconds=LEASE, max_tasks_per_project=0)
-
-
-@pytest.fixture
-def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
-    with schedulers(settings.db_url, settings.data_dir, tmp_path / "logs") as group:
-        yield group
 
 
 def _service(core: Core) -> TaskService:
@@ -133,17 +125,7 @@ def test_a_thousand_tasks_at_one_instant_fire_spread_over_their_jitter(core: Cor
     user, project_id = _owner(core)
     template = _create(core, user, _chat(core, user, project_id, "C0"), {"kind": "interval", "every_seconds": HOUR},
                        jitter_seconds=JITTER)
-    now = core.clock.now()
-    with core.db.write() as s:
-        rooms = [Chat(project_id=project_id, owner_id=user.id, title=f"C{i}", created_at=now, updated_at=now)
-                 for i in range(1, N_JITTERED)]
-        s.add_all(rooms)
-        s.flush()
-        fields = template.model_dump(exclude={"id", "chat_id", "name"})
-        clones = [ScheduledTask(**fields, chat_id=room.id, name=f"task in {room.title}") for room in rooms]
-        s.add_all(clones)
-        s.flush()
-        tasks = [template.id, *(task.id for task in clones)]
+    tasks = clone_tasks(core, template, N_JITTERED)
     sched = procs.start(core.db, CHATCRON_RUN_LEASE_SECONDS=30, CHATCRON_MAX_CONCURRENT_RUNS=0)
     wait_ready(core.db, [sched])
     instant = (core.clock.now() + 4 * SECOND).replace(microsecond=0)

@@ -16,8 +16,6 @@ import shutil
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -32,7 +30,7 @@ from app.schedules.service import Actor, TaskService
 from scheduler import claims
 from scheduler.decisions import ABANDONED_REASON
 from tests.conftest import with_settings
-from tests.integration.procs import SchedulerProc, Schedulers, schedulers, wait_for, wait_ready
+from tests.integration.procs import SchedulerProc, Schedulers, clone_tasks, wait_for, wait_ready
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
 
@@ -47,12 +45,6 @@ BUSY_CHAT = "the chat was busy with another turn"
 def settings(settings: Settings) -> Settings:
     """The conftest settings with this file's lease and no per-project quota (500 tasks in one project)."""
     return with_settings(settings, run_lease_seconds=LEASE, max_tasks_per_project=0)
-
-
-@pytest.fixture
-def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
-    with schedulers(settings.db_url, settings.data_dir, tmp_path / "logs") as group:
-        yield group
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -222,17 +214,7 @@ def test_four_schedulers_fire_500_due_occurrences_exactly_once(core: Core, procs
 def _many_tasks(core: Core, user: User, project_id: int, n: int) -> list[int]:
     """``n`` chats with one hourly task each: the first created by the service, the rest cloned from it."""
     template = _create(_service(core, wake=False), user, _chat(core, user, project_id, "C0"))
-    now = core.clock.now()
-    with core.db.write() as s:
-        rooms = [Chat(project_id=project_id, owner_id=user.id, title=f"C{i}", created_at=now, updated_at=now)
-                 for i in range(1, n)]
-        s.add_all(rooms)
-        s.flush()
-        fields = template.model_dump(exclude={"id", "chat_id", "name"})
-        clones = [ScheduledTask(**fields, chat_id=room.id, name=f"task in {room.title}") for room in rooms]
-        s.add_all(clones)
-        s.flush()
-        return [template.id, *(task.id for task in clones)]
+    return clone_tasks(core, template, n)
 
 
 def _count(core: Core, *where: object) -> int:

@@ -6,9 +6,6 @@ Every wait is a bounded poll on a database condition or a handle; nothing sleeps
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from app.core import auth, chats, projects, runs
@@ -21,7 +18,7 @@ from app.schedules.model import RunOutcome, TaskStatus
 from app.schedules.service import Actor
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user, bearer, client_for
-from tests.integration.procs import Schedulers, schedulers, wait_for
+from tests.integration.procs import Schedulers, wait_for
 from tests.integration.procs import new_chat as _chat
 from tests.integration.procs import new_owner as _owner
 from tests.integration.test_scheduler_processes import LEASE, _run, _service, _start_busy_sleeper, _task, _task_runs
@@ -30,12 +27,6 @@ from tests.integration.test_scheduler_processes import LEASE, _run, _service, _s
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     return with_settings(settings, run_lease_seconds=LEASE, max_tasks_per_project=0)
-
-
-@pytest.fixture
-def procs(settings: Settings, tmp_path: Path) -> Iterator[Schedulers]:
-    with schedulers(settings.db_url, settings.data_dir, tmp_path / "logs") as group:
-        yield group
 
 
 def _setup(core: Core):
