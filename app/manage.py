@@ -27,6 +27,9 @@ from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
 from app.core.models import Project
 from app.core.ports import ProviderError
+from app.core.spend import tokens_value, usd_value
+from app.core.wake import DatabaseWaker
+from app.schedules.budgets import UNCHANGED, set_budget
 from app.schedules.service import forget_chats
 from app.wiring import build_core
 
@@ -83,10 +86,35 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--unset", dest="remove", action="append", default=[], metavar="KEY",
                    help="remove one setting, keep the others (repeatable)")
     p.set_defaults(usage_error=p.error)
+    p = sub.add_parser("set-budget", help="set, clear or show a project's daily budget (UTC day, SPEC §15)",
+                       description="With no limit given, shows the budget and today's spend. A limit of 'none' "
+                                   "clears it. When a project's fires have spent the budget, its due fires wait "
+                                   "(deferred) until 00:00 UTC; people's turns are never blocked.")
+    p.add_argument("--project", required=True, type=int)
+    p.add_argument("--daily-tokens", type=_limit(tokens_value, "--daily-tokens"), default=UNCHANGED,
+                   metavar="N|none", help="tokens (input + output) the project may spend per UTC day")
+    p.add_argument("--daily-cost-usd", type=_limit(usd_value, "--daily-cost-usd"), default=UNCHANGED,
+                   metavar="X|none", help="US dollars the project may spend per UTC day")
     p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
     p.add_argument("name", choices=sorted(presets.PRESETS))
     sub.add_parser("list-agents", help="show the installed agent presets and their versions")
     return parser
+
+
+def _limit(check, flag: str):
+    """An argparse type: ``none`` clears the limit, else the value ``check`` accepts; anything else
+    is a usage error (exit 2) naming the flag."""
+    def convert(text: str) -> object:
+        if text.strip().lower() == "none":
+            return None
+        try:
+            number = int(text) if check is tokens_value else float(text)
+            return check(number, flag)
+        except (ValueError, InvalidInput) as exc:
+            reason = str(exc).removeprefix(f"{flag}: ").replace("(null:", "(none:") if isinstance(exc, InvalidInput) \
+                else "must be a number or none"
+            raise argparse.ArgumentTypeError(f"{reason}, not {text!r}") from None
+    return convert
 
 
 def install_agent(core: Core, name: str) -> str:
@@ -169,6 +197,9 @@ def execute(args: argparse.Namespace, core: Core) -> int:
         print(seed_demo(core))
     elif args.command == "set-provider":
         print(set_provider(core, args))
+    elif args.command == "set-budget":
+        print(set_budget(core.db, core.clock, DatabaseWaker(core.db), args.project, args.daily_tokens,
+                         args.daily_cost_usd).sentence())
     elif args.command == "install-agent":
         print(install_agent(core, args.name))
     elif args.command == "list-agents":

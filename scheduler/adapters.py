@@ -10,7 +10,7 @@ from app.core.errors import NotFound, PromptAlreadyRunning
 from app.core.models import Chat, Run, RunSource, RunStatus, User
 from app.core.projects import has_access
 from app.core.prompt import PromptService
-from app.core.turns import RunResult, TurnSpec
+from app.core.turns import FireCaps, RunResult, TurnSpec
 from app.schedules.model import TaskRun
 from scheduler.decisions import Auth
 from scheduler.protocols import AuthKey, ChatBusy, ChatGone, Fire, FireHooks, TurnOutcome
@@ -42,6 +42,8 @@ class PromptExecutor:
             specs.append(TurnSpec(request.chat_id, text, RunSource.SCHEDULE, task_id=request.task_id,
                                   task_run_id=request.task_run_id, owner_id=owners.get(request.owner),
                                   shown_prompt=request.text, fresh_session=request.fresh_session,
+                                  caps=FireCaps(request.max_tokens, request.max_cost_usd)
+                                  if request.max_tokens is not None or request.max_cost_usd is not None else None,
                                   on_finish=_after(hooks, request), record_finish=_record(hooks, request)))
         results: list[int | Exception] = []
         for outcome in self.prompts.start_many(specs, started):

@@ -24,6 +24,7 @@ from app.core.models import Chat, Event, EventType, Run
 from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleKind
 from scheduler import decisions as d
+from scheduler.budgets import ProjectBudgets, notice_in
 from scheduler.changes import POINTERS, TaskChanges
 from scheduler.due import due_task_ids, heartbeat, next_deadline, stop_instance
 from scheduler.protocols import Directory, Fire
@@ -117,12 +118,14 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
             TaskRun.status == RunOutcome.RUNNING.value)).one()
         auth = directory.check_many([(task.chat_id, task.project_id, task.owner) for task in tasks])
         records = _records(s, tasks, now)
+        budgets = ProjectBudgets.read(s, db.sqlite, tasks, now)
         claimed: list[tuple[ScheduledTask, d.Claim, TaskRun]] = []
         for task in tasks:
             verdict, reason = auth[(task.chat_id, task.project_id, task.owner)]
             for _ in range(3):  # a miss, an end or a resume may leave an occurrence due at once
                 facts = d.Facts(chat_busy=task.chat_id in busy, in_flight=in_flight, auth=verdict,
-                                auth_reason=reason)
+                                auth_reason=reason, budget_spent=budgets.spent(task),
+                                budget_wait=budgets.must_wait(task))
                 decision = d.decide_claim(task_view(task), now, facts, limits, next_after_fn(task))
                 row = _decided(s, task, decision, now, instance, records)
                 if decision.action not in AGAIN:
@@ -132,10 +135,12 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
                 claimed.append((task, decision, row))
                 busy.add(task.chat_id)
                 in_flight += 1
+                budgets.admit(task)
         s.flush()  # the new records get their ids
         return [_fire(s, task, decision, row, now) for task, decision, row in claimed]
 
 
+WAITING = (RunOutcome.QUEUED.value, RunOutcome.DEFERRED.value)  # records of occurrences still to fire
 AGAIN = (d.Action.MISS, d.Action.END, d.Action.RESUME)  # decided again at once, in the same transaction
 
 
@@ -162,7 +167,7 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             row = records[key] = _new_record(task, due, RunOutcome.RUNNING, now, instance, None)
             s.add(row)
             return row
-        if row.status == RunOutcome.QUEUED.value:
+        if row.status in WAITING:
             row.status, row.attempts, row.error = RunOutcome.RUNNING.value, row.attempts + 1, None
             row.instance, row.claimed_at, row.finished_at = instance, now, None
             row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
@@ -179,6 +184,8 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
     elif decision.action in (d.Action.END, d.Action.RESUME):
         _apply(s, task, decision.changes, now)
         _tell_chat(s, task, now, f'scheduled task "{task.name}" {decision.note}')
+    elif decision.action == d.Action.BUDGET:
+        _wait_for_budget(s, task, decision, now, instance, records)
     elif decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
@@ -200,7 +207,7 @@ def _missed(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime
     if row is None:
         row = records[key] = _new_record(task, due, RunOutcome.MISSED, now, instance, decision.note)
         row.fire_number = 0  # nothing fired
-    elif row.status == RunOutcome.QUEUED.value:
+    elif row.status in WAITING:
         row.status, row.error, row.finished_at, row.instance = RunOutcome.MISSED.value, decision.note, now, instance
     else:  # this occurrence already has its record: only move the task on
         _apply(s, task, decision.changes, now)
@@ -209,6 +216,23 @@ def _missed(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime
     s.add(row)
     _apply(s, task, decision.changes, now)
     _tell_chat(s, task, now, f'scheduled task "{task.name}": {decision.note}')
+
+
+def _wait_for_budget(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
+                     records: dict[tuple[int, dt.datetime], TaskRun]) -> None:
+    """The project's budget is spent: the occurrence's record says ``deferred`` (a queued one's row
+    is reused) until its follow-up fires or is missed; the first deferral of the day tells people."""
+    key = (task.id, decision.due.occurrence_at)
+    row = records.get(key)
+    if row is None:
+        row = records[key] = _new_record(task, decision.due, RunOutcome.DEFERRED, now, instance, decision.note)
+        row.fire_number, row.finished_at = 0, None  # nothing fired yet; it still waits
+    elif row.status in WAITING:
+        row.status, row.error, row.instance = RunOutcome.DEFERRED.value, decision.note, instance
+    s.add(row)
+    _apply(s, task, decision.changes, now)
+    if notice_in(s, task, decision.note, now):
+        _tell_chat(s, task, now, f'scheduled task "{task.name}" waits: {decision.note}; fires resume at 00:00 UTC')
 
 
 def _tell_chat(s: Session, task: ScheduledTask, now: dt.datetime, text: str) -> None:
@@ -238,7 +262,8 @@ def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now:
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
                     max_runs=_fire_bound(task, row.fire_number), fresh_session=task.session == "fresh",
                     previous_output=_previous_output(s, task) if task.session == "fresh" else None,
-                    planned_at=due.planned)
+                    planned_at=due.planned, max_tokens=task.max_tokens_per_fire,
+                    max_cost_usd=task.max_cost_per_fire_usd)
 
 
 def _fire_bound(task: ScheduledTask, fire_number: int) -> int | None:
@@ -338,7 +363,7 @@ def prune_history(s: Session, task_id: int, limit: int) -> int:
     keep = select(TaskRun.id).where(TaskRun.task_id == task_id).order_by(TaskRun.id.desc()).limit(limit)
     result = s.exec(sa.delete(TaskRun).where(
         TaskRun.task_id == task_id, TaskRun.id.not_in(keep.scalar_subquery()),
-        TaskRun.status.not_in([RunOutcome.RUNNING.value, RunOutcome.QUEUED.value])))
+        TaskRun.status.not_in([RunOutcome.RUNNING.value, *WAITING])))
     return result.rowcount or 0
 
 

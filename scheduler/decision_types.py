@@ -71,6 +71,8 @@ class Facts:
     in_flight: int  # scheduled runs in flight, all chats
     auth: Auth = Auth.OK
     auth_reason: str = ""
+    budget_spent: str | None = None  # the project's daily budget is spent: why (SPEC §15)
+    budget_wait: bool = False  # the project's fires in flight may spend what is left today
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +98,7 @@ class Action(enum.Enum):
     MISS = "miss"  # more than the catch-up window late: record a missed TaskRun, move on (SPEC §14)
     END = "end"  # the active window ended: the task is completed
     RESUME = "resume"  # a pause's `until` arrived: the task is active again
+    BUDGET = "budget"  # the project's daily budget is spent: record `deferred`, wait for the next UTC day
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 
 from app.core.envelope import has_marker
+from app.core.spend import next_utc_day
 from app.core.stops import was_stopped
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler import window
@@ -88,6 +89,12 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
         else:  # a forced run of a paused or ended task fails without changing its status
             changes["last_run_status"] = RunOutcome.FAILED
         return Claim(Action.ERROR, due, changes)
+    if due.trigger != Trigger.RUN_NOW_USER and facts.budget_spent:  # a person's run now is a person's turn
+        claim = _defer(task, due, now, next_utc_day(now), next_after, facts.budget_spent)
+        return Claim(Action.BUDGET, due, claim.changes.but(last_run_status=RunOutcome.DEFERRED),
+                     note=facts.budget_spent)
+    if due.trigger != Trigger.RUN_NOW_USER and facts.budget_wait:
+        return Claim(Action.NOTHING, due)
     if facts.chat_busy:
         return _overlap(task, due, now, next_after)
     if facts.auth == Auth.TRANSIENT:

@@ -49,6 +49,8 @@ class Fire:
     fresh_session: bool
     previous_output: str | None = None  # seeds a fresh session: the last fire's reply
     planned_at: dt.datetime | None = None  # when it was to fire (jitter applied); lateness counts from it
+    max_tokens: int | None = None  # the task's caps on one fire's spend (SPEC §15)
+    max_cost_usd: float | None = None
 
     @property
     def text(self) -> str:

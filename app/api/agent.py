@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import Id, bearer, core_of
-from app.api.schedules import PauseIn, TaskIn, TasksDep, _sent, task_json
+from app.api.schedules import PauseIn, TaskIn, TasksDep, _sent, shown, shown_all
 from app.core.clock import rfc3339
 from app.core.errors import Forbidden
 from app.core.grants import GrantView, Scope, resolve_grant
@@ -65,12 +65,12 @@ def complete_current(body: CompleteIn, grant: GrantDep, tasks: TasksDep) -> dict
     if grant.task_id is None or grant.task_run_id is None:
         raise Forbidden("this token does not belong to a scheduled fire")
     reason = body.reason if isinstance(body.reason, str) else None
-    return task_json(tasks.complete(grant.task_id, grant.task_run_id, reason))
+    return shown(tasks, tasks.complete(grant.task_id, grant.task_run_id, reason))
 
 
 @router.get("/schedules")
 def list_schedules(actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return {"schedules": [task_json(t) for t in tasks.list(actor, actor.agent_chat_id)]}
+    return {"schedules": shown_all(tasks, tasks.list(actor, actor.agent_chat_id))}
 
 
 @router.post("/schedules", status_code=201)
@@ -79,17 +79,17 @@ def create_schedule(body: TaskIn, response: Response, actor: ManagerDep, tasks: 
     task, created = tasks.create(actor, actor.agent_chat_id, data)
     if not created:
         response.status_code = 200
-    return task_json(task)
+    return shown(tasks, task)
 
 
 @router.get("/schedules/{tid}")
 def get_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return task_json(tasks.get(actor, tid))
+    return shown(tasks, tasks.get(actor, tid))
 
 
 @router.patch("/schedules/{tid}")
 def patch_schedule(tid: Id, body: NamePatch, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return task_json(tasks.update(actor, tid, body.model_dump(exclude_unset=True)))
+    return shown(tasks, tasks.update(actor, tid, body.model_dump(exclude_unset=True)))
 
 
 @router.delete("/schedules/{tid}", status_code=204)
@@ -100,17 +100,17 @@ def delete_schedule(tid: Id, actor: ManagerDep, tasks: TasksDep) -> Response:
 
 @router.post("/schedules/{tid}/pause")
 def pause(tid: Id, actor: ManagerDep, tasks: TasksDep, body: PauseIn | None = None) -> dict[str, Any]:
-    return task_json(tasks.pause(actor, tid, _sent(body) if body is not None else {}))
+    return shown(tasks, tasks.pause(actor, tid, _sent(body) if body is not None else {}))
 
 
 @router.post("/schedules/{tid}/skip-next")
 def skip_next(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return task_json(tasks.skip_next(actor, tid))
+    return shown(tasks, tasks.skip_next(actor, tid))
 
 
 @router.post("/schedules/{tid}/run-now", status_code=202)
 def run_now(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return task_json(tasks.run_now(actor, tid))
+    return shown(tasks, tasks.run_now(actor, tid))
 
 
 @router.post("/schedules/{tid}/arm")

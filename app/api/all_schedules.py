@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import MAX_ID, Digits
 from app.api.errors import status_of
-from app.api.schedules import TasksDep, UserDep, task_json
+from app.api.schedules import TasksDep, UserDep, shown, task_json
 from app.core.errors import InvalidInput
+from app.core.spend import Spend
 from app.schedules import overview
 from app.schedules.service import Actor
 
@@ -36,9 +37,9 @@ def _project(value: str | None) -> int | None:
     return int(value)
 
 
-def listed_json(row: overview.Listed) -> dict[str, Any]:
+def listed_json(row: overview.Listed, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any]:
     """The per-chat list's task JSON plus the names of its chat and project."""
-    return {**task_json(row.task), "chat_title": row.chat_title, "project_name": row.project_name}
+    return {**task_json(row.task, spend), "chat_title": row.chat_title, "project_name": row.project_name}
 
 
 @router.get("/schedules")
@@ -49,7 +50,8 @@ def all_schedules(tasks: TasksDep, user: UserDep, status: str | None = None, pro
     """Every task the caller can see, by project, chat and creation; ``next_after`` is the
     ``after`` of the next page, or null on the last one."""
     page = overview.visible_tasks(tasks.db, user, overview.parse_status(status), _project(project), limit, after)
-    return {"schedules": [listed_json(r) for r in page.rows], "next_after": page.next_after}
+    spend = tasks.spend([r.task.id for r in page.rows])
+    return {"schedules": [listed_json(r, spend.get(r.task.id)) for r in page.rows], "next_after": page.next_after}
 
 
 @router.post("/schedules/bulk")
@@ -61,7 +63,7 @@ def bulk(body: BulkIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
     results = []
     for outcome in overview.bulk(tasks, Actor(user), action, ids):
         if outcome.ok:
-            results.append({"id": outcome.task_id, "ok": True, "schedule": task_json(outcome.task)})
+            results.append({"id": outcome.task_id, "ok": True, "schedule": shown(tasks, outcome.task)})
         else:
             error = outcome.error
             results.append({"id": outcome.task_id, "ok": False, "status": status_of(error),

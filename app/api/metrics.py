@@ -19,7 +19,8 @@ from sqlmodel import func, select
 from app.api.deps import core_of
 from app.core.context import Core
 from app.core.db import STORE_FAILURES
-from app.core.models import Chat, Event, EventType, Run
+from app.core.models import Chat, Event, EventType, Project, Run, UsageDay
+from app.core.spend import utc_day
 from app.schedules.model import ScheduledTask, SchedulerInstance, TaskRun
 
 router = APIRouter(include_in_schema=False)
@@ -51,6 +52,7 @@ class DatabaseCollector:
                 TaskRun.trigger == "schedule", TaskRun.started_at.is_not(None))).all()
             spent = s.exec(_usage_sums(core)).one()
             refused = s.exec(_egress_refusals()).all()
+            ledger = _ledger(s, utc_day(core.clock.now()))
         fires = GaugeMetricFamily("chatcron_fires", "Fires kept in history, by outcome", labels=["outcome"])
         for status, count in by_outcome:
             fires.add_metric([status], count)
@@ -77,6 +79,7 @@ class DatabaseCollector:
         for project_id, count in refused:
             egress.add_metric([str(project_id)], count)
         yield egress
+        yield from _spend_metrics(*ledger)
         alive, _ = scheduler_beat(core)
         yield GaugeMetricFamily("chatcron_scheduler_alive", "1 when a scheduler heartbeat is fresh", value=int(alive))
 
@@ -91,6 +94,52 @@ def _usage_sums(core: Core) -> sa.Select:
     column = sa.type_coerce(Run.usage, sa.JSON) if core.db.sqlite else sa.cast(Run.usage, sa.JSON)
     values = [column[key].as_integer() for key in _USAGE_KEYS[:3]] + [column[_USAGE_KEYS[3]].as_float()]
     return sa.select(*[func.coalesce(func.sum(v), 0) for v in values]).where(Run.usage.is_not(None))
+
+
+def _ledger(s, today: dt.date) -> tuple[list, list, list]:
+    """(per project: today's and all-time spend; per task: all-time spend; budgets) from the ledger."""
+    days = UsageDay.__table__
+    today_sum = lambda column: func.sum(sa.case((days.c.day == today, column), else_=0))  # noqa: E731
+    projects = s.exec(sa.select(days.c.project_id, today_sum(days.c.tokens), today_sum(days.c.cost_usd),
+                                func.sum(days.c.tokens), func.sum(days.c.cost_usd))
+                      .where(days.c.project_id != 0).group_by(days.c.project_id)).all()
+    tasks = s.exec(sa.select(days.c.task_id, func.sum(days.c.tokens), func.sum(days.c.cost_usd))
+                   .where(days.c.task_id != 0).group_by(days.c.task_id)).all()
+    budgets = s.exec(select(Project.id, Project.daily_token_budget, Project.daily_cost_budget_usd).where(
+        sa.or_(Project.daily_token_budget.is_not(None), Project.daily_cost_budget_usd.is_not(None)))).all()
+    return projects, tasks, budgets
+
+
+def _spend_metrics(projects: list, tasks: list, budgets: list) -> Iterator[object]:
+    """SPEC §15: what each project spent today (UTC) and in all, each task's fires in all, the budgets."""
+    today_tokens = GaugeMetricFamily("chatcron_project_tokens_today", "Tokens a project's turns spent today (UTC)",
+                                     labels=["project"])
+    today_cost = GaugeMetricFamily("chatcron_project_cost_usd_today", "Cost of a project's turns today (UTC, USD)",
+                                   labels=["project"])
+    all_tokens = CounterMetricFamily("chatcron_project_tokens", "Tokens a project's turns spent, all days",
+                                     labels=["project"])
+    all_cost = CounterMetricFamily("chatcron_project_cost_usd", "Cost of a project's turns (USD), all days",
+                                   labels=["project"])
+    for pid, tokens_today, cost_today, tokens, cost in projects:
+        today_tokens.add_metric([str(pid)], float(tokens_today or 0))
+        today_cost.add_metric([str(pid)], float(cost_today or 0))
+        all_tokens.add_metric([str(pid)], float(tokens or 0))
+        all_cost.add_metric([str(pid)], float(cost or 0))
+    task_tokens = CounterMetricFamily("chatcron_task_tokens", "Tokens a task's fires spent, all days", labels=["task"])
+    task_cost = CounterMetricFamily("chatcron_task_cost_usd", "Cost of a task's fires (USD), all days", labels=["task"])
+    for tid, tokens, cost in tasks:
+        task_tokens.add_metric([str(tid)], float(tokens or 0))
+        task_cost.add_metric([str(tid)], float(cost or 0))
+    budget_tokens = GaugeMetricFamily("chatcron_project_daily_token_budget", "A project's daily token budget",
+                                      labels=["project"])
+    budget_cost = GaugeMetricFamily("chatcron_project_daily_cost_budget_usd", "A project's daily budget (USD)",
+                                    labels=["project"])
+    for pid, tokens, cost in budgets:
+        if tokens is not None:
+            budget_tokens.add_metric([str(pid)], float(tokens))
+        if cost is not None:
+            budget_cost.add_metric([str(pid)], float(cost))
+    yield from (today_tokens, today_cost, all_tokens, all_cost, task_tokens, task_cost, budget_tokens, budget_cost)
 
 
 def _egress_refusals() -> sa.Select:

@@ -11,6 +11,7 @@ from app.api.deps import Digits, Id, core_of, current_user
 from app.core.clock import rfc3339
 from app.core.errors import InvalidInput
 from app.core.models import User
+from app.core.spend import Spend
 from app.core.wake import DatabaseWaker
 from app.schedules import preview as previews
 from app.schedules import spec
@@ -35,10 +36,11 @@ def tasks_of(request: Request) -> TaskService:
 TasksDep = Annotated[TaskService, Depends(tasks_of)]
 
 
-def task_json(t: Any) -> dict[str, Any]:
-    """A ScheduledTask as the API shows it (``enabled`` is ``status == "active"``)."""
+def task_json(t: Any, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any]:
+    """A ScheduledTask as the API shows it (``enabled`` is ``status == "active"``); with ``spend``
+    (today, in total: ``TaskService.spend``) what its fires spent (SPEC §15)."""
     schedule = t.schedule_dict()
-    return {
+    shown = {
         "id": t.id, "chat_id": t.chat_id, "project_id": t.project_id, "owner": t.owner, "name": t.name,
         "prompt": t.prompt, "schedule": schedule, "description": describe_schedule(schedule),
         "overlap": t.overlap, "session": t.session, "notify": t.notify, "max_runs": t.max_runs,
@@ -52,7 +54,22 @@ def task_json(t: Any) -> dict[str, Any]:
         "catchup_window_seconds": t.catchup_window_seconds, "jitter_seconds": t.jitter_seconds,
         "starts_at": rfc3339(t.starts_at), "ends_at": rfc3339(t.ends_at),
         "pause_note": t.pause_note, "paused_until": rfc3339(t.paused_until), "paused_by": t.paused_by,
+        "max_tokens_per_fire": t.max_tokens_per_fire, "max_cost_per_fire_usd": t.max_cost_per_fire_usd,
     }
+    if spend is not None:
+        shown.update(usage_today=spend[0].as_json(), usage_total=spend[1].as_json())
+    return shown
+
+
+def shown(tasks: TaskService, t: Any) -> dict[str, Any]:
+    """One task's JSON with its spend."""
+    return task_json(t, tasks.spend([t.id]).get(t.id))
+
+
+def shown_all(tasks: TaskService, items: list[Any]) -> list[dict[str, Any]]:
+    """Tasks' JSON with their spend (one read for all)."""
+    spend = tasks.spend([t.id for t in items])
+    return [task_json(t, spend.get(t.id)) for t in items]
 
 
 def task_run_json(r: Any) -> dict[str, Any]:
@@ -92,6 +109,8 @@ class TaskIn(Strict):
     jitter_seconds: Any = TASK_DEFAULTS["jitter_seconds"]
     starts_at: Any = None
     ends_at: Any = None
+    max_tokens_per_fire: Any = None
+    max_cost_per_fire_usd: Any = None
 
 
 class TaskPatch(Strict):
@@ -106,6 +125,8 @@ class TaskPatch(Strict):
     jitter_seconds: Any = None
     starts_at: Any = None
     ends_at: Any = None
+    max_tokens_per_fire: Any = None
+    max_cost_per_fire_usd: Any = None
 
 
 class PauseIn(Strict):
@@ -133,7 +154,7 @@ def preview(body: PreviewIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
 
 @router.get("/chats/{cid}/schedules")
 def list_schedules(cid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return {"schedules": [task_json(t) for t in tasks.list(Actor(user), cid)]}
+    return {"schedules": shown_all(tasks, tasks.list(Actor(user), cid))}
 
 
 @router.post("/chats/{cid}/schedules", status_code=201)
@@ -142,17 +163,17 @@ def create_schedule(cid: Id, body: TaskIn, response: Response, tasks: TasksDep, 
     task, created = tasks.create(Actor(user), cid, data)
     if not created:
         response.status_code = 200
-    return task_json(task)
+    return shown(tasks, task)
 
 
 @router.get("/schedules/{tid}")
 def get_schedule(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.get(Actor(user), tid))
+    return shown(tasks, tasks.get(Actor(user), tid))
 
 
 @router.patch("/schedules/{tid}")
 def patch_schedule(tid: Id, body: TaskPatch, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.update(Actor(user), tid, _sent(body)))
+    return shown(tasks, tasks.update(Actor(user), tid, _sent(body)))
 
 
 @router.delete("/schedules/{tid}", status_code=204)
@@ -163,27 +184,27 @@ def delete_schedule(tid: Id, tasks: TasksDep, user: UserDep) -> Response:
 
 @router.post("/schedules/{tid}/arm")
 def arm(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.arm(Actor(user), tid))
+    return shown(tasks, tasks.arm(Actor(user), tid))
 
 
 @router.post("/schedules/{tid}/pause")
 def pause(tid: Id, tasks: TasksDep, user: UserDep, body: PauseIn | None = None) -> dict[str, Any]:
-    return task_json(tasks.pause(Actor(user), tid, _sent(body) if body is not None else {}))
+    return shown(tasks, tasks.pause(Actor(user), tid, _sent(body) if body is not None else {}))
 
 
 @router.post("/schedules/{tid}/skip-next")
 def skip_next(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.skip_next(Actor(user), tid))
+    return shown(tasks, tasks.skip_next(Actor(user), tid))
 
 
 @router.post("/schedules/{tid}/resume")
 def resume(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.resume(Actor(user), tid))
+    return shown(tasks, tasks.resume(Actor(user), tid))
 
 
 @router.post("/schedules/{tid}/run-now", status_code=202)
 def run_now(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return task_json(tasks.run_now(Actor(user), tid))
+    return shown(tasks, tasks.run_now(Actor(user), tid))
 
 
 @router.get("/schedules/{tid}/runs")

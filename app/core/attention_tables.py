@@ -22,6 +22,7 @@ class AttentionKind(enum.StrEnum):
     TASK_ERROR = "task.error"
     DRAFT_CREATED = "draft.created"
     APPROVAL_REQUESTED = "approval.requested"
+    BUDGET_SPENT = "budget.spent"  # a project's daily budget is spent: its fires wait (SPEC §15; once a day)
     AGENT_START_FAILED = "agent.start_failed"  # for the project's owner and admins only: it holds admin detail
 
 

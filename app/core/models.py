@@ -92,6 +92,11 @@ class Project(SQLModel, table=True):
     provider: str | None = None  # None: the server default (CHATCRON_PROVIDER)
     provider_settings: str = "{}"  # JSON object, provider-specific
     created_at: dt.datetime = instant(nullable=False)
+    # SPEC §15: what the project's fires may spend per UTC day (None: no limit), and the day its
+    # "budget spent" notice was last given (once a day)
+    daily_token_budget: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger, nullable=True))
+    daily_cost_budget_usd: float | None = Field(default=None, sa_column=sa.Column(sa.Float, nullable=True))
+    budget_noticed_on: dt.date | None = Field(default=None, sa_column=sa.Column(sa.Date, nullable=True))
 
 
 class Membership(SQLModel, table=True):
@@ -227,3 +232,17 @@ class LoginAttempt(SQLModel, table=True):
     address: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     succeeded: bool = False  # False until the password has been verified (a check in flight counts as failed)
     at: dt.datetime = instant(nullable=False)
+
+
+class UsageDay(SQLModel, table=True):
+    """What turns spent, per UTC day, project and task (SPEC §15): a ledger added to in the
+    transaction that ends each turn, so spend outlives a deleted chat or run. ``project_id`` 0: a
+    loose chat; ``task_id`` 0: a person's turns (not a fire)."""
+
+    __tablename__ = "usage_days"
+    day: dt.date = Field(sa_column=sa.Column(sa.Date, primary_key=True))
+    project_id: int = Field(default=0, sa_column=sa.Column(sa.Integer, primary_key=True))
+    task_id: int = Field(default=0, sa_column=sa.Column(sa.Integer, primary_key=True, index=True))
+    tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0"))
+    cost_usd: float = Field(default=0.0, sa_column=sa.Column(sa.Float, nullable=False, server_default="0"))
+    turns: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))

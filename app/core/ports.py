@@ -83,6 +83,14 @@ class Usage:
     cached_tokens: int | None = None
     cost_usd: float | None = None
 
+    @property
+    def tokens(self) -> int | None:
+        """The tokens a budget counts (SPEC §15): input + output as the agent reported them
+        (cached tokens count as far as the agent includes them in its input); None: nothing known."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
     def as_json(self) -> dict[str, Any] | None:
         """The ``runs.usage`` object: the known keys only; None when nothing is known."""
         data = {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
@@ -105,12 +113,15 @@ class TurnStream:
     Calling it streams assistant text (the ``Emit`` of simple providers); ``thought`` streams the
     agent's reasoning; ``event`` writes a ``tool``, ``plan`` or ``status`` event at once, in order
     with the text around it; ``report_usage`` and ``report_session`` leave what the prompt service
-    records in the transaction that ends the run (even a failed one).
+    records in the transaction that ends the run (even a failed one). ``report_usage`` may be called
+    any number of times during the turn, each time with the turn's usage so far (cumulative: the last
+    one wins); the prompt service checks each against the fire's caps (SPEC §15, ``on_usage``).
     """
 
     def __init__(self, text: Emit, thought: Emit | None = None,
-                 event: Callable[[EventType, str], None] | None = None) -> None:
-        self._text, self._thought, self._event = text, thought, event
+                 event: Callable[[EventType, str], None] | None = None,
+                 on_usage: Callable[[Usage], None] | None = None) -> None:
+        self._text, self._thought, self._event, self._on_usage = text, thought, event, on_usage
         self.usage: Usage | None = None
         self.session_id: str | None = None
 
@@ -127,6 +138,8 @@ class TurnStream:
 
     def report_usage(self, usage: Usage) -> None:
         self.usage = usage
+        if self._on_usage is not None:
+            self._on_usage(usage)
 
     def report_session(self, session_id: str) -> None:
         self.session_id = session_id

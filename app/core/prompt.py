@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -35,6 +34,10 @@ from app.core.runs import (
     renew_heartbeats,
     run_outcome_in,
 )
+from app.core.runs import (
+    histories as chat_histories,
+)
+from app.core.spend import add_spend_in
 from app.core.stops import STOP_POLL_SECONDS, request_stop, requested_stops, stop_error
 from app.core.timers import TIMERS, Workers
 from app.core.turn_writer import TurnWriter
@@ -110,8 +113,9 @@ class PromptService:
             return results  # type: ignore[return-value]
         failure: Exception | None = None
         try:
-            histories, latest = self._histories([specs[i].chat_id for i, (run, _) in zip(ready, begun, strict=True)
-                                                 if run is not None and not specs[i].fresh_session])
+            wanted = [specs[i].chat_id for i, (run, _) in zip(ready, begun, strict=True)
+                      if run is not None and not specs[i].fresh_session]
+            histories, latest = chat_histories(self.db, wanted)
         except Exception as exc:  # the locks are held: each turn ends as failed below
             histories, latest, failure = {}, {}, exc
         for i, (run, grant) in zip(ready, begun, strict=True):
@@ -180,6 +184,7 @@ class PromptService:
         """Start the thread of a turn that holds its chat's lock; on failure the turn ends as failed
         (without the spec's callbacks: the caller gets the exception instead)."""
         handle = RunHandle(run, spec, self.settings.run_output_max_bytes)
+        handle.project_id = chat.project_id
         with self._lock:
             self._handles[run.id] = handle
         self._ensure_pump()
@@ -209,27 +214,6 @@ class PromptService:
                  run.id, chat.id, spec.source.value, spec.task_id)
         return handle
 
-    def _histories(self, chat_ids: list[int], limit: int = 50) -> tuple[dict[int, tuple[tuple[str, str], ...]],
-                                                                         dict[int, int]]:
-        """Each chat's earlier finished turns as (role, text), oldest first (providers trim to budget),
-        and the id of its latest one."""
-        if not chat_ids:
-            return {}, {}
-        rank = sa.func.row_number().over(partition_by=Run.chat_id, order_by=Run.id.desc()).label("rank")
-        inner = (select(Run.chat_id, Run.id, Run.prompt, Run.output, rank)
-                 .where(Run.chat_id.in_(set(chat_ids)), Run.status != RunStatus.RUNNING.value).subquery())
-        with self.db.read() as s:
-            rows = list(s.exec(select(inner.c.chat_id, inner.c.id, inner.c.prompt, inner.c.output)
-                               .where(inner.c.rank <= limit).order_by(inner.c.chat_id, inner.c.id)))
-        turns: dict[int, list[tuple[str, str]]] = {}
-        latest: dict[int, int] = {}
-        for chat_id, run_id, prompt, output in rows:
-            turns.setdefault(chat_id, []).append(("user", prompt))
-            latest[chat_id] = run_id
-            if output:
-                turns[chat_id].append(("assistant", output))
-        return {chat_id: tuple(items) for chat_id, items in turns.items()}, latest
-
     def _drive(self, run: Run, project: Project | None, request: TurnRequest, handle: RunHandle) -> None:
         timed_out = threading.Event()
 
@@ -255,6 +239,8 @@ class PromptService:
             timer.cancel()
         if timed_out.is_set():
             status, error = RunStatus.FAILED, f"timed out after {self.settings.run_timeout_seconds} s"
+        if handle.over_budget is not None:  # a fire's cap passed (SPEC §15): a failure, for back-off
+            status, error = RunStatus.FAILED, handle.over_budget
         if handle.stopped_by is not None:
             status, error = RunStatus.FAILED, stop_error(handle.stopped_by)
         handle.usage, handle.session_id = writer.stream.usage, writer.stream.session_id
@@ -266,7 +252,7 @@ class PromptService:
         now, tail = self.clock.now(), handle.cap.clip(tail)
         run_id, chat_id, grant_id, record = run.id, run.chat_id, handle.grant_id, handle.record_finish
         usage = handle.usage.as_json() if handle.usage is not None else None
-        session_id = handle.session_id
+        session_id, spent = handle.session_id, handle.usage
 
         def end(s: Session, with_record: bool) -> RunResult:
             if grant_id is not None:
@@ -274,6 +260,7 @@ class PromptService:
             if finish_run_in(s, now, run_id, chat_id, status, error, tail):
                 if usage:
                     record_usage_in(s, run_id, json.dumps(usage, sort_keys=True))
+                    add_spend_in(s, now, handle.project_id, handle.task_id, spent)
                 if session_id and not handle.fresh_session:  # a fresh fire's session is its TaskRun's
                     record_chat_session_in(s, chat_id, session_id)
             row = run_outcome_in(s, run_id)

@@ -221,3 +221,25 @@ def newest_event_id(db: Database) -> int:
     """The newest transcript event id of the whole store (0: none); an index-only read."""
     with db.read() as s:
         return int(s.exec(select(sa.func.max(Event.id))).one() or 0)
+
+
+def histories(db: Database, chat_ids: list[int], limit: int = 50) -> tuple[dict[int, tuple[tuple[str, str], ...]],
+                                                              dict[int, int]]:
+    """Each chat's earlier finished turns as (role, text), oldest first (providers trim to budget),
+    and the id of its latest one."""
+    if not chat_ids:
+        return {}, {}
+    rank = sa.func.row_number().over(partition_by=Run.chat_id, order_by=Run.id.desc()).label("rank")
+    inner = (select(Run.chat_id, Run.id, Run.prompt, Run.output, rank)
+             .where(Run.chat_id.in_(set(chat_ids)), Run.status != RunStatus.RUNNING.value).subquery())
+    with db.read() as s:
+        rows = list(s.exec(select(inner.c.chat_id, inner.c.id, inner.c.prompt, inner.c.output)
+                           .where(inner.c.rank <= limit).order_by(inner.c.chat_id, inner.c.id)))
+    turns: dict[int, list[tuple[str, str]]] = {}
+    latest: dict[int, int] = {}
+    for chat_id, run_id, prompt, output in rows:
+        turns.setdefault(chat_id, []).append(("user", prompt))
+        latest[chat_id] = run_id
+        if output:
+            turns[chat_id].append(("assistant", output))
+    return {chat_id: tuple(items) for chat_id, items in turns.items()}, latest

@@ -29,7 +29,7 @@ class TurnWriter:
         self._lock = threading.Lock()  # one writer at a time keeps the order across the two batchers
         self.text = Batcher(self._write_text)
         self.thoughts = Batcher(self._write_thought)
-        self.stream = TurnStream(self._on_text, self._on_thought, self._on_event)
+        self.stream = TurnStream(self._on_text, self._on_thought, self._on_event, on_usage=handle.metered)
 
     def _write_text(self, text: str) -> bool:
         clipped = self.handle.cap.clip(text)

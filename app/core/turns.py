@@ -34,6 +34,25 @@ class RunResult:
     session_id: str | None = None  # the agent session the turn ran in, when the provider reported one
 
 
+@dataclasses.dataclass(frozen=True)
+class FireCaps:
+    """What one fire may spend (SPEC §15: a task's ``max_tokens_per_fire`` / ``max_cost_per_fire_usd``);
+    None: no cap on that count."""
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    def passed_by(self, usage: Usage) -> str | None:
+        """The run's error when ``usage`` (the turn's so far) passes a cap, else None."""
+        tokens = usage.tokens
+        if self.max_tokens is not None and tokens is not None and tokens > self.max_tokens:
+            return f"budget exceeded: {tokens:,} tokens, over this task's cap of {self.max_tokens:,} per fire"
+        cost = usage.cost_usd
+        if self.max_cost_usd is not None and cost is not None and cost > self.max_cost_usd:
+            return f"budget exceeded: ${cost:,.4f}, over this task's cap of ${self.max_cost_usd:,.4f} per fire"
+        return None
+
+
 @dataclasses.dataclass
 class TurnSpec:
     """A turn to start. ``task_run_id`` is the scheduler's claim (TaskRun id) for a fire; ``shown_prompt``
@@ -52,6 +71,7 @@ class TurnSpec:
     owner_id: int | None = None
     shown_prompt: str | None = None
     fresh_session: bool = False
+    caps: FireCaps | None = None  # a fire's spending caps, checked on every usage the agent reports
     on_finish: Callable[[RunResult], None] | None = None
     record_finish: Callable[[Session, RunResult], None] | None = None
 
@@ -88,6 +108,10 @@ class RunHandle:
         self._result: RunResult | None = None
         self.cancel = threading.Event()
         self.stopped_by: str | None = None  # a user's stop request (their email), see app/core/stops.py
+        self.caps = spec.caps if spec else None
+        self.over_budget: str | None = None  # the error once the usage passed a cap (the turn is cancelled)
+        self.project_id: int | None = None  # whose spend the turn is (the usage ledger, SPEC §15)
+        self.task_id = spec.task_id if spec else None
         self.on_finish = spec.on_finish if spec else None
         self.record_finish = spec.record_finish if spec else None
         self.grant_id: int | None = None
@@ -95,6 +119,15 @@ class RunHandle:
         self.usage: Usage | None = None  # what the provider reported, recorded when the run ends
         self.session_id: str | None = None
         self.cap = OutputCap(cap)
+
+    def metered(self, usage: Usage) -> None:
+        """A usage the agent reported during the turn: past a cap, the turn is cancelled (once)."""
+        if self.caps is None or self.over_budget is not None:
+            return
+        error = self.caps.passed_by(usage)
+        if error is not None:
+            self.over_budget = error
+            self.cancel.set()
 
     def _set(self, result: RunResult) -> None:
         self._result = result

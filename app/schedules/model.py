@@ -128,6 +128,9 @@ class ScheduledTask(SQLModel, table=True):
     pause_note: str | None = Field(default=None, sa_column=sa.Column(sa.String(500), nullable=True))
     paused_until: dt.datetime | None = instant(nullable=True, index=True)
     paused_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(16), nullable=True))  # PausedBy
+    # SPEC §15: what one fire may spend before it is cancelled ("budget exceeded"); None: no cap
+    max_tokens_per_fire: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger, nullable=True))
+    max_cost_per_fire_usd: float | None = Field(default=None, sa_column=sa.Column(sa.Float, nullable=True))
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
 

@@ -25,6 +25,7 @@ from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound, QuotaExceeded
 from app.core.models import Event, EventType, Project
+from app.core.spend import Spend, tasks_spent, tokens_value, usd_value, utc_day
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
 from app.schedules import fields, timing
@@ -44,7 +45,8 @@ from app.schedules.plan import plan_of
 from app.schedules.spec import ScheduleError, format_instant, parse_schedule, schedule_to_dict
 
 MAX_KEY = 200
-EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify", *fields.TIMING_FIELDS)
+CAPS = ("max_tokens_per_fire", "max_cost_per_fire_usd")  # SPEC §15
+EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify", *fields.TIMING_FIELDS, *CAPS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +62,8 @@ class TaskSpec:
     max_runs: int | None
     notify: Notify = Notify.FAILURES
     timing: fields.Timing = fields.Timing(DEFAULT_CATCHUP_SECONDS, 0, None, None)
+    max_tokens_per_fire: int | None = None
+    max_cost_per_fire_usd: float | None = None
 
 
 class TaskService(PauseOps):
@@ -80,7 +84,9 @@ class TaskService(PauseOps):
                        "catchup_window_seconds": partial_of.catchup_window_seconds,
                        "jitter_seconds": partial_of.jitter_seconds,
                        "starts_at": partial_of.starts_at and format_instant(partial_of.starts_at),
-                       "ends_at": partial_of.ends_at and format_instant(partial_of.ends_at)}
+                       "ends_at": partial_of.ends_at and format_instant(partial_of.ends_at),
+                       "max_tokens_per_fire": partial_of.max_tokens_per_fire,
+                       "max_cost_per_fire_usd": partial_of.max_cost_per_fire_usd}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
         prompt = clean_prompt(merged.get("prompt"), "prompt", self.settings.prompt_max_bytes, strip=False)
@@ -101,6 +107,8 @@ class TaskService(PauseOps):
                         overlap=_enum(Overlap, merged.get("overlap", TASK_DEFAULTS["overlap"]), "overlap"),
                         session=_enum(SessionMode, merged.get("session", TASK_DEFAULTS["session"]), "session"),
                         max_runs=_max_runs(merged.get("max_runs")),
+                        max_tokens_per_fire=tokens_value(merged.get("max_tokens_per_fire"), "max_tokens_per_fire"),
+                        max_cost_per_fire_usd=usd_value(merged.get("max_cost_per_fire_usd"), "max_cost_per_fire_usd"),
                         notify=_enum(Notify, merged.get("notify", TASK_DEFAULTS["notify"]), "notify"))
 
     def _check_timing(self, schedule: Any) -> None:
@@ -128,6 +136,11 @@ class TaskService(PauseOps):
         except NotFound:
             raise NotFound(f"no schedule with id {task_id}") from None
         return task
+
+    def spend(self, task_ids: list[int]) -> dict[int, tuple[Spend, Spend]]:
+        """What each task's fires spent (today in UTC, in total), SPEC §15; one read."""
+        with self.db.read() as s:
+            return tasks_spent(s.connection(), task_ids, utc_day(self.clock.now()))
 
     def list(self, actor: Actor, chat_id: int) -> list[ScheduledTask]:
         self._chat_for(actor, chat_id)
@@ -161,6 +174,7 @@ class TaskService(PauseOps):
             chat_id=chat_id, project_id=chat.project_id, owner=actor.user.email, name=spec.name, prompt=spec.prompt,
             schedule=spec.schedule_json, overlap=spec.overlap.value, session=spec.session.value,
             max_runs=spec.max_runs, notify=spec.notify.value, status=status.value, idempotency_key=key,
+            max_tokens_per_fire=spec.max_tokens_per_fire, max_cost_per_fire_usd=spec.max_cost_per_fire_usd,
             created_by=(CreatedBy.AGENT if actor.is_agent else CreatedBy.USER).value,
             armed_at=None if actor.is_agent else now, created_at=now, updated_at=now,
             **dataclasses.asdict(spec.timing),
@@ -225,6 +239,7 @@ class TaskService(PauseOps):
             row.name, row.prompt, row.overlap, row.session = spec.name, spec.prompt, spec.overlap.value, \
                 spec.session.value
             row.max_runs, row.notify = spec.max_runs, spec.notify.value
+            row.max_tokens_per_fire, row.max_cost_per_fire_usd = spec.max_tokens_per_fire, spec.max_cost_per_fire_usd
             for key, value in dataclasses.asdict(spec.timing).items():
                 setattr(row, key, value)
             if "schedule" in body:

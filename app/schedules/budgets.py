@@ -1,0 +1,69 @@
+"""A project's daily budget, set by an admin (SPEC §15, ``python -m app.manage set-budget``).
+
+Setting or clearing a budget takes effect at once: the notice of a spent budget may be given again
+the same day, and the fires that wait for the next UTC day are looked at again now (a raised or
+removed budget frees them; one still spent defers them again, with no second record).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sqlalchemy as sa
+from sqlmodel import select
+
+from app.core.clock import Clock
+from app.core.db import Database
+from app.core.errors import NotFound
+from app.core.models import Project
+from app.core.spend import Budget, Spend, projects_spent, utc_day
+from app.core.wake import Waker
+from app.schedules.model import RunOutcome, ScheduledTask, TaskRun
+
+UNCHANGED = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetState:
+    project_id: int
+    budget: Budget
+    spent_today: Spend
+    freed: int = 0  # waiting tasks looked at again
+
+    def sentence(self) -> str:
+        limits = [f"{self.budget.tokens:,} tokens" if self.budget.tokens is not None else None,
+                  f"${self.budget.cost_usd:,.2f}" if self.budget.cost_usd is not None else None]
+        shown = " and ".join(x for x in limits if x) or "none (fires are not limited)"
+        text = (f"project {self.project_id}: daily budget {shown}; spent today (UTC) "
+                f"{self.spent_today.tokens:,} tokens, ${self.spent_today.cost_usd:,.2f}")
+        if self.freed:
+            text += f"; {self.freed} waiting schedule(s) looked at again"
+        return text
+
+
+def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens: object = UNCHANGED,
+               cost_usd: object = UNCHANGED) -> BudgetState:
+    """Set (a value), clear (None) or keep (UNCHANGED) each limit; values are checked by the caller
+    (``app.core.spend.tokens_value`` / ``usd_value``). Raises NotFound for an unknown project."""
+    now = clock.now()
+    freed = 0
+    with db.write() as s:
+        project = s.get(Project, project_id)
+        if project is None:
+            raise NotFound(f"no project with id {project_id}")
+        if tokens is not UNCHANGED or cost_usd is not UNCHANGED:
+            if tokens is not UNCHANGED:
+                project.daily_token_budget = tokens
+            if cost_usd is not UNCHANGED:
+                project.daily_cost_budget_usd = cost_usd
+            project.budget_noticed_on = None
+            s.add(project)
+            waiting = select(TaskRun.task_id).where(TaskRun.status == RunOutcome.DEFERRED.value)
+            freed = s.exec(sa.update(ScheduledTask).where(
+                ScheduledTask.project_id == project_id, ScheduledTask.pending_run, ScheduledTask.retry_at > now,
+                ScheduledTask.id.in_(waiting.scalar_subquery())).values(retry_at=now)).rowcount or 0
+        budget = Budget(project.daily_token_budget, project.daily_cost_budget_usd)
+        spent = projects_spent(s.connection(), [project_id], utc_day(now)).get(project_id, Spend())
+    if freed:
+        waker.notify()
+    return BudgetState(project_id, budget, spent, freed)
