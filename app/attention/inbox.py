@@ -76,7 +76,7 @@ def item_view(row: sa.Row, mark: int) -> dict[str, Any]:
             "task_id": row.task_id, "task_name": str(task.get("name") or ""), "run_id": row.run_id,
             "task_run_id": row.task_run_id, "approval_id": row.approval_id,
             "outcome": str(run.get("outcome") or ""), "first_line": str(run.get("first_line") or ""),
-            "error": str(run.get("error") or task.get("last_error") or ""),
+            "error": str(run.get("error") or payload.get("reason") or task.get("last_error") or ""),
             "title": str(approval.get("title") or ""), "notify": bool(row.notify),
             "usage": _usage(row.usage), "resolved": _resolved(row)}
 

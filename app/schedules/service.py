@@ -301,7 +301,10 @@ class TaskService(PauseOps):
         now = self.clock.now()
 
         def change(row: ScheduledTask) -> None:
-            row.pending_run, row.pending_forced, row.pending_occurrence_at = True, trigger.value, now
+            # a waiting follow-up (queued, or deferred by the budget) is the occurrence that fires now:
+            # its record is reused rather than left waiting for ever
+            waiting = row.pending_occurrence_at if row.pending_run and row.pending_occurrence_at else None
+            row.pending_run, row.pending_forced, row.pending_occurrence_at = True, trigger.value, waiting or now
             row.pending_forced_by = None if actor.is_agent else actor.user.email
             row.retry_at = None
 

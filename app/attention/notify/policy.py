@@ -25,7 +25,9 @@ _TITLES = {AttentionKind.FIRE_FINISHED.value: "Fire finished", AttentionKind.FIR
            AttentionKind.TASK_ERROR.value: "Task stopped with an error",
            AttentionKind.DRAFT_CREATED.value: "Draft waiting to be armed",
            AttentionKind.APPROVAL_REQUESTED.value: "Approval requested",
-           AttentionKind.AGENT_START_FAILED.value: "The agent could not start", TEST_KIND: "Test notification"}
+           AttentionKind.AGENT_START_FAILED.value: "The agent could not start",
+           AttentionKind.BUDGET_SPENT.value: "Project budget spent: fires wait until tomorrow (UTC)",
+           TEST_KIND: "Test notification"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +78,10 @@ def after_attempt(attempts_before: int, outcome: Outcome, now: dt.datetime,
 
 
 def wants(events: Sequence[str], kind: str) -> bool:
-    """Whether a channel subscribed to ``events`` (empty: every kind) takes an event of ``kind``."""
-    return not events or kind in events
+    """Whether a channel subscribed to ``events`` (empty: every kind) takes an event of ``kind``.
+    A spent budget is of the ``task.error`` class (SPEC §15): a channel for task errors takes it too."""
+    return not events or kind in events or (kind == AttentionKind.BUDGET_SPENT.value
+                                            and AttentionKind.TASK_ERROR.value in events)
 
 
 def parse_events(raw: str | None) -> list[str]:
@@ -109,6 +113,8 @@ def webhook_body(kind: str, payload: dict[str, Any], *, chat_id: int | None, at:
         body["run"] = {**body["run"], "usage": usage}
     if kind == AttentionKind.APPROVAL_REQUESTED.value or "approval" in payload:
         body["approval"] = payload.get("approval")
+    if kind == AttentionKind.BUDGET_SPENT.value:  # why, and when the project's fires go on
+        body["budget"] = {"reason": payload.get("reason"), "until": payload.get("until")}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -139,8 +145,11 @@ def email_text(body: str) -> tuple[str, str]:
             lines.append(f"Error: {run['error']}")
         if run.get("first_line"):
             lines.append(f"Reply: {run['first_line']}")
-    if task.get("last_error") and not run:
+    budget = data.get("budget")
+    if task.get("last_error") and not run and not budget:
         lines.append(f"Error: {task['last_error']}")
+    if budget:
+        lines.append(f"Why: {budget.get('reason')}; the project's fires wait until {budget.get('until')}")
     approval = data.get("approval")
     if approval:
         lines.append(f"Tool: {approval.get('title')}")
