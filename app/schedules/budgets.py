@@ -48,20 +48,21 @@ def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens
     now = clock.now()
     freed = 0
     with db.write() as s:
-        project = s.get(Project, project_id)
-        if project is None:
+        if s.exec(select(Project.id).where(Project.id == project_id)).first() is None:
             raise NotFound(f"no project with id {project_id}")
         if tokens is not UNCHANGED or cost_usd is not UNCHANGED:
-            if tokens is not UNCHANGED:
-                project.daily_token_budget = tokens
-            if cost_usd is not UNCHANGED:
-                project.daily_cost_budget_usd = cost_usd
-            project.budget_noticed_on = None
-            s.add(project)
+            # the tasks first, then the project: the order a claim locks them in (no deadlock)
             waiting = select(TaskRun.task_id).where(TaskRun.status == RunOutcome.DEFERRED.value)
             freed = s.exec(sa.update(ScheduledTask).where(
                 ScheduledTask.project_id == project_id, ScheduledTask.pending_run, ScheduledTask.retry_at > now,
                 ScheduledTask.id.in_(waiting.scalar_subquery())).values(retry_at=now)).rowcount or 0
+            values: dict[str, object] = {"budget_noticed_on": None}
+            if tokens is not UNCHANGED:
+                values["daily_token_budget"] = tokens
+            if cost_usd is not UNCHANGED:
+                values["daily_cost_budget_usd"] = cost_usd
+            s.exec(sa.update(Project).where(Project.id == project_id).values(**values))
+        project = s.get(Project, project_id, populate_existing=True)
         budget = Budget(project.daily_token_budget, project.daily_cost_budget_usd)
         spent = projects_spent(s.connection(), [project_id], utc_day(now)).get(project_id, Spend())
     if freed:
