@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from app.core import projects
 from app.core.models import User
+from app.core.spend import Spend
 from app.schedules import overview
 from app.schedules.model import TaskStatus
 from app.schedules.service import Actor
@@ -48,6 +49,9 @@ class AllRow:
     can_pause: bool
     can_resume: bool
     coming: str = ""  # "3 fires left", "10,080 fires in 7 days": the fires that will happen this week
+    spend_today: str = ""  # "Spent today 1,200 tokens · $0.04" ("" before its fires spent anything)
+    spend_all: str = ""  # "in all 9,800 tokens · $0.31"
+    budget_wait: str = ""  # its fires wait for the project's daily budget (last_error says why)
 
 
 @dataclasses.dataclass
@@ -63,8 +67,8 @@ class Listing:
     more: bool  # more tasks than the page shows
 
 
-def _row(listed: overview.Listed, now, viewer_zone: str) -> AllRow:
-    view = schedule_views.task_row(listed.task, now, viewer_zone)
+def _row(listed: overview.Listed, now, viewer_zone: str, spend: tuple[Spend, Spend] | None) -> AllRow:
+    view = schedule_views.task_row(listed.task, now, viewer_zone, spend=spend)
     return AllRow(
         id=view.id, name=view.name, status=view.status, status_color=view.status_color,
         description=view.description, next_rel=view.next_rel, next_when=view.next_when, next_abs=view.next_abs,
@@ -72,6 +76,7 @@ def _row(listed: overview.Listed, now, viewer_zone: str) -> AllRow:
         last_error=view.last_error, pending=view.pending, owner=view.owner, chat_id=listed.task.chat_id,
         chat_title=listed.chat_title, project_name=listed.project_name,
         can_pause=view.can_pause, can_resume=view.can_resume, coming=timeline.coming(listed.task, now),
+        spend_today=view.spend_today, spend_all=view.spend_all, budget_wait=view.budget_wait,
     )
 
 
@@ -83,7 +88,9 @@ def listing(user: User, status: str, project: int | None, viewer_zone: str) -> L
     page = overview.visible_tasks(service.db, user, chosen, project, PAGE)
     now = service.clock.now()
     options = [ProjectOption(str(p.id), p.name) for p in projects.list_projects(service.db, user)]
-    return Listing([_row(item, now, viewer_zone) for item in page.rows], options, page.next_after is not None)
+    spent = service.spend([item.task.id for item in page.rows if item.task.id])  # one read (SPEC §15)
+    return Listing([_row(item, now, viewer_zone, spent.get(item.task.id or 0)) for item in page.rows], options,
+                   page.next_after is not None)
 
 
 def act(user: User, action: str, ids: Sequence[int], names: Mapping[int, str]) -> tuple[list[int], str]:

@@ -183,7 +183,9 @@ def _as_task(original: dict[str, Any]) -> ScheduledTask:
                          catchup_window_seconds=original.get("catchup_window_seconds"),
                          jitter_seconds=original.get("jitter_seconds") or 0,
                          starts_at=_instant(original.get("starts_at"), "starts_at"),
-                         ends_at=_instant(original.get("ends_at"), "ends_at"), armed_at=original.get("armed_at"))
+                         ends_at=_instant(original.get("ends_at"), "ends_at"), armed_at=original.get("armed_at"),
+                         max_tokens_per_fire=original.get("max_tokens_per_fire"),
+                         max_cost_per_fire_usd=original.get("max_cost_per_fire_usd"))
 
 
 def _instant(value: str | None, field: str) -> dt.datetime | None:

@@ -21,7 +21,7 @@ PAGE = 30
 MARK_MAX_AGE = 0.9  # s: a worker reads the change mark at most this often (its tabs poll every second)
 KIND_LABELS = {"fire.finished": "Fire finished", "fire.failed": "Fire failed", "task.error": "Task stopped",
                "draft.created": "Draft to arm", "approval.requested": "Approval asked",
-               "agent.start_failed": "Agent could not start"}
+               "agent.start_failed": "Agent could not start", "budget.spent": "Budget spent"}
 # what a draft or an approval item reads once settled (app.attention.inbox's "resolved")
 RESOLVED_LABELS = {"armed": "Draft armed", "deleted": "Draft deleted", "allowed": "Approval: allowed",
                    "rejected": "Approval: rejected", "expired": "Approval expired", "cancelled": "Approval cancelled"}

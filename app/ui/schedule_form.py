@@ -16,7 +16,7 @@ from app.core.errors import InvalidInput
 from app.schedules.fields import MAX_CATCHUP_SECONDS, MAX_JITTER_SECONDS
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
-from app.ui import checks
+from app.ui import budget_views, checks
 
 KINDS = ("once", "cron", "interval")
 LABELS = {
@@ -25,14 +25,17 @@ LABELS = {
     "schedule.every_seconds": "Interval", "overlap": "Overlap", "max_runs": "Max runs", "session": "Session",
     "notify": "Notify", "catchup_window_seconds": "Catch-up window", "jitter_seconds": "Jitter",
     "starts_at": "Starts at", "ends_at": "Ends at",
+    "max_tokens_per_fire": "Max tokens per fire", "max_cost_per_fire_usd": "Max cost per fire",
 }
 # The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 # Which input shows a red outline for an error on each field.
 INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
           "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt",
-          "catchup_window_seconds": "catchup", "jitter_seconds": "jitter", "starts_at": "starts", "ends_at": "ends"}
-ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends"})  # "Advanced timing"
+          "catchup_window_seconds": "catchup", "jitter_seconds": "jitter", "starts_at": "starts", "ends_at": "ends",
+          "max_tokens_per_fire": "cap_tokens", "max_cost_per_fire_usd": "cap_cost"}
+# The "Advanced options" disclosure: SPEC §14's timing and §15's spending caps per fire.
+ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends", "cap_tokens", "cap_cost"})
 # The catch-up window: a span ("window") or no limit ("late": fire however late, stored as null).
 CATCHUP_MODES = ("window", "late")
 
@@ -59,6 +62,8 @@ class FormFields:
     jitter: str = "0"  # seconds
     starts: str = ""  # wall time in ``timezone`` (a datetime-local value), "" for none
     ends: str = ""
+    cap_tokens: str = ""  # max tokens per fire, "" for no cap
+    cap_cost: str = ""  # max cost per fire in US dollars, "" for no cap
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
@@ -67,7 +72,7 @@ CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
            "notify": tuple(n.value for n in Notify), "catchup_unit": tuple(UNITS), "catchup_mode": CATCHUP_MODES}
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
 LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32, "catchup": 32,
-          "jitter": 32, "starts": 64, "ends": 64}
+          "jitter": 32, "starts": 64, "ends": 64, "cap_tokens": 32, "cap_cost": 32}
 
 
 def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
@@ -80,7 +85,7 @@ def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
 
 def explain(exc: InvalidInput) -> str:
     """``Cron expression: minute: 61 is out of range 0-59`` — the field by its label (once), then why."""
-    reason = exc.message.removeprefix(f"{exc.field}: ")
+    reason = budget_views.dialog_words(exc.message.removeprefix(f"{exc.field}: "))
     return f"{LABELS.get(exc.field, exc.field)}: {reason}"
 
 
@@ -193,7 +198,7 @@ def body_of(fields: FormFields) -> dict[str, Any]:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
             "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify,
-            **timing_of(fields)}
+            **timing_of(fields), **budget_views.caps_body(fields.cap_tokens, fields.cap_cost)}
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +227,7 @@ def original_of(task: ScheduledTask) -> dict[str, Any]:
             "overlap": task.overlap, "session": task.session, "max_runs": task.max_runs, "notify": task.notify,
             "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds or 0,
             "starts_at": _stored(task.starts_at), "ends_at": _stored(task.ends_at),
+            "max_tokens_per_fire": task.max_tokens_per_fire, "max_cost_per_fire_usd": task.max_cost_per_fire_usd,
             "run_count": task.run_count, "armed_at": task.armed_at, "id": task.id or 0}
 
 
@@ -235,7 +241,9 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
                       max_runs="" if task.max_runs is None else str(task.max_runs), timezone=viewer_zone,
                       notify=task.notify, catchup=catchup, catchup_unit=unit,
                       catchup_mode="late" if task.catchup_window_seconds is None else "window",
-                      jitter=str(task.jitter_seconds or 0))
+                      jitter=str(task.jitter_seconds or 0),
+                      cap_tokens=budget_views.tokens_input(task.max_tokens_per_fire),
+                      cap_cost=budget_views.cost_input(task.max_cost_per_fire_usd))
     if kind == "cron":
         base = dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     zone = _zone(base.timezone)
@@ -271,7 +279,7 @@ def blocked_reason(error_field: str, fields: FormFields) -> str:
 
 
 def timing_set(fields: FormFields) -> bool:
-    """True when the advanced timing holds anything but the defaults (the dialog opens it then)."""
+    """True when the advanced options hold anything but the defaults (the dialog opens them then)."""
     default = FormFields()
     return any(getattr(fields, name) != getattr(default, name) for name in sorted(ADVANCED))
 

@@ -14,10 +14,11 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.core import envelope
+from app.core.spend import Spend
 from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
-from app.ui import outcomes, schedule_notes
+from app.ui import budget_views, outcomes, schedule_notes
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
@@ -89,6 +90,10 @@ class TaskRow:
     window: str = ""  # "starts Mon 30 Mar, 09:00 · until Tue 31 Mar, 18:00"
     timing: str = ""  # "jitter up to 30 s · catch-up 10 min" (only what is not the default)
     error_calm: bool = False  # last_error is no failure (its active window ended): shown in neutral text
+    spend_today: str = ""  # "Spent today 12,345 tokens · $0.41" ("" before the fires spent anything)
+    spend_all: str = ""  # "in all 98,000 tokens · $3.10"
+    caps: str = ""  # "Cap 10,000 tokens / $0.50 per fire"
+    budget_wait: str = ""  # "Waits for the project's daily budget until 00:00 UTC (in 5 h)": last_error says why
 
 
 def zone_of(name: str | None) -> dt.tzinfo:
@@ -169,9 +174,10 @@ def _enum_or(cls: Any, value: str | None, default: Any) -> Any:
 
 def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
              history: Sequence[TaskRun] | None = None, index: int = 0,
-             usage: Mapping[int, str] | None = None) -> TaskRow:
+             usage: Mapping[int, str] | None = None, spend: tuple[Spend, Spend] | None = None) -> TaskRow:
     """The drawer row of ``task`` (``index``: its place in the list, for its colour); ``history``
-    (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines."""
+    (newest first) is given for expanded rows only, ``usage`` maps chat run ids to usage lines,
+    ``spend`` is what its fires spent (today in UTC, in all)."""
     zone = task_zone(task, viewer_zone)
     status = _enum_or(TaskStatus, task.status, TaskStatus.ERROR)
     bound = envelope.fire_bound(task.max_runs, task.schedule_dict().get("kind") == "once", task.run_count)
@@ -180,6 +186,8 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
     next_at = next_at if status is TaskStatus.ACTIVE and _fires_again(task, next_at) else None
     last_rel, last_status = last_run(task, now)
     viewer = zone_of(viewer_zone)
+    wait = budget_views.budget_wait(task, now)
+    spent_today, spent_all = budget_views.spend_parts(*spend) if spend else ("", "")
     return TaskRow(
         id=task.id or 0, name=task.name, status=status.value, status_color=STATUS_COLORS[status],
         description=describe(task.schedule_dict(), zone), kind=str(task.schedule_dict().get("kind", "")),
@@ -191,7 +199,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         last_color=outcomes.color(last_status),
         last_abs=absolute(task.last_run_at, zone) if task.last_run_at else "not run yet",
         runs=f"{task.run_count} / {'∞' if bound is None else bound}", owner=task.owner, created_by=task.created_by,
-        last_error=task.last_error or "", pending=_pending(task),
+        last_error=task.last_error or "", pending="waits for budget" if wait else _pending(task),
         can_arm=status is TaskStatus.DRAFT,
         can_pause=status in (TaskStatus.ACTIVE, TaskStatus.ERROR),
         can_resume=status in (TaskStatus.PAUSED, TaskStatus.ERROR, TaskStatus.EXHAUSTED),
@@ -204,6 +212,8 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         paused_until=schedule_notes.until_input(task, viewer),
         window=schedule_notes.window(task, now, zone, viewer), timing=schedule_notes.timing(task),
         error_calm=schedule_notes.calm_error(task),
+        spend_today=spent_today, spend_all=spent_all,
+        caps=budget_views.caps_line(task.max_tokens_per_fire, task.max_cost_per_fire_usd), budget_wait=wait,
     )
 
 

@@ -58,8 +58,9 @@ def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[in
     now = service.clock.now()
     histories = {task.id: service.runs(actor, task.id, HISTORY_LIMIT) for task in tasks if task.id in expanded}
     lines = usage.usage_lines(service.db, [run.run_id for runs in histories.values() for run in runs if run.run_id])
-    rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines)
-            for index, task in enumerate(tasks)]
+    spent = service.spend([task.id for task in tasks if task.id])  # one indexed read (SPEC §15)
+    rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines,
+                                    spent.get(task.id or 0)) for index, task in enumerate(tasks)]
     return Snapshot(rows, timeline(tasks, now, viewer_zone), *schedule_views.live_and_drafts(tasks))
 
 

@@ -109,19 +109,44 @@ def _catchup() -> rx.Component:
         "schedule-catchup", "A fire found later than this is recorded as missed, not run")
 
 
+def _caps() -> rx.Component:
+    """SPEC §15's spending caps per fire: a fire that passes one is stopped and fails. Text inputs
+    (not number ones), so a value that is not a number is refused by name instead of read as empty."""
+    return rx.vstack(
+        rx.hstack(rx.icon("circle-dollar-sign", size=14, color="var(--gray-10)"),
+                  rx.text("Spending caps per fire", size="2", weight="medium"), align="center", spacing="2"),
+        rx.grid(
+            _field("Max tokens per fire", _input("cap_tokens", "schedule-cap-tokens", placeholder="no cap",
+                                                 auto_complete="off", attrs={"inputMode": "numeric"}),
+                   "schedule-cap_tokens", "Input + output tokens; empty for no cap"),
+            _field("Max cost per fire (USD)", _input("cap_cost", "schedule-cap-cost", placeholder="no cap",
+                                                     auto_complete="off", attrs={"inputMode": "decimal"}),
+                   "schedule-cap_cost", "As the agent reports it; empty for no cap"),
+            columns=TWO_COLUMNS, spacing="3", width="100%",
+        ),
+        rx.cond(_invalid("cap_tokens") | _invalid("cap_cost"),  # said here too: the callout is far below
+                rx.text(F.error, size="1", color_scheme="red", weight="medium",
+                        custom_attrs={"data-testid": "schedule-caps-error"}),
+                rx.text("A fire that passes a cap is stopped and fails with “budget exceeded”.", size="1",
+                        color_scheme="gray")),
+        spacing="2", width="100%", padding_top="4px", border_top="1px solid var(--gray-a4)",
+        custom_attrs={"data-testid": "schedule-caps"},
+    )
+
+
 def _advanced() -> rx.Component:
-    """SPEC §14's timing, behind a disclosure so the simple case stays simple. A once task has no
-    active window (it fires at its date); it takes a catch-up window and a small jitter."""
+    """SPEC §14's timing and §15's caps, behind a disclosure so the simple case stays simple. A once
+    task has no active window (it fires at its date); it takes a catch-up window and a small jitter."""
     return rx.vstack(
         rx.el.button(
             rx.cond(F.advanced, rx.icon("chevron-down", size=15), rx.icon("chevron-right", size=15)),
-            rx.text("Advanced timing", size="2", weight="medium"),
-            rx.text("catch-up, jitter, active window", size="1", color_scheme="gray"),
+            rx.text("Advanced options", size="2", weight="medium"),
+            rx.text("timing, active window, spending caps", size="1", color_scheme="gray"),
             on_click=F.toggle_advanced, type="button", class_name="cc-disclosure",
             custom_attrs={"data-testid": "schedule-form-advanced", "aria-controls": "schedule-advanced",
                           "aria-expanded": rx.cond(F.advanced, "true", "false")},
         ),
-        rx.cond(F.advanced, rx.grid(
+        rx.cond(F.advanced, rx.vstack(rx.grid(
             _catchup(),
             _field("Jitter (seconds)", _input("jitter", "schedule-form-jitter", type="number", min="0", step="1"),
                    "schedule-jitter", F.jitter_hint),
@@ -130,8 +155,8 @@ def _advanced() -> rx.Component:
                        "Optional; wall-clock time in " + F.timezone.to(str)),
                 _field("Ends at", _input("ends", "schedule-form-ends", type="datetime-local"), "schedule-ends",
                        "Optional; nothing fires from then on"))),
-            columns=TWO_COLUMNS, spacing="3", width="100%", id="schedule-advanced",
-        )),
+            columns=TWO_COLUMNS, spacing="3", width="100%",
+        ), _caps(), spacing="4", width="100%", id="schedule-advanced")),
         spacing="3", width="100%",
     )
 

@@ -97,7 +97,7 @@ def _run(run: RunRow) -> rx.Component:
     return rx.el.button(
         rx.hstack(
             rx.badge(run.label, color_scheme=run.color, variant="soft", size="1"),
-            rx.text(run.fire, " · ", run.trigger, size="1", weight="medium"),
+            rx.text(run.fire, rx.cond(run.fire != "", " · ", ""), run.trigger, size="1", weight="medium"),
             rx.spacer(),
             rx.text(run.duration, size="1", color_scheme="gray"),
             align="center", width="100%",
@@ -140,6 +140,40 @@ def _notes(row: TaskRow) -> rx.Component:
     )
 
 
+def _spend(row: TaskRow) -> rx.Component:
+    """What the task's fires spent (today in UTC, in all) and its caps per fire (SPEC §15)."""
+    return rx.fragment(
+        rx.cond(row.spend_all != "", rx.hstack(
+            rx.icon("circle-dollar-sign", size=13, color="var(--gray-10)", flex_shrink="0", margin_top="2px"),
+            spend_text(row.spend_today, row.spend_all, "task-spend"),
+            spacing="1", align="start",
+            custom_attrs={"title": "What this schedule's fires spent; the day is the UTC day"})),
+        rx.cond(row.caps != "", rx.hstack(
+            rx.icon("gauge", size=13, color="var(--gray-10)", flex_shrink="0", margin_top="2px"),
+            rx.text(row.caps, size="1", color_scheme="gray", custom_attrs=_tid("task-caps")),
+            spacing="1", align="start", custom_attrs={"title": "A fire that passes a cap is stopped and fails"})),
+    )
+
+
+def spend_text(today: rx.Var, in_all: rx.Var, testid: str) -> rx.Component:
+    """``Spent today … · in all …``: each half kept on one line, so a narrow card breaks between them."""
+    return rx.text(rx.el.span(today, white_space="nowrap"), " · ", rx.el.span(in_all, white_space="nowrap"),
+                   size="1", color_scheme="gray", font_variant_numeric="tabular-nums", custom_attrs=_tid(testid))
+
+
+def _budget_wait(row: TaskRow) -> rx.Component:
+    """A fire that waits for the project's daily budget: until when, and why (the deferred record's reason)."""
+    return rx.hstack(
+        rx.icon("hourglass", size=14, color="var(--amber-11)", flex_shrink="0", margin_top="2px"),
+        rx.vstack(
+            rx.text(row.budget_wait, size="2", color_scheme="amber", weight="medium"),
+            rx.text(row.last_error, size="1", color="var(--gray-11)", overflow_wrap="anywhere"),
+            spacing="0", min_width="0"),
+        align="start", spacing="2", width="100%", padding="6px 8px", border_radius="var(--radius-2)",
+        background="var(--amber-a2)", border="1px solid var(--amber-a5)", custom_attrs=_tid("task-budget-wait"),
+    )
+
+
 def _paused(row: TaskRow) -> rx.Component:
     """A pause's note (its author's words) and when it resumes by itself."""
     return rx.cond(
@@ -159,14 +193,15 @@ def _paused(row: TaskRow) -> rx.Component:
 
 
 def _last_error(row: TaskRow) -> rx.Component:
-    """The last error, in red; a window that ended (a task done, not failed) in neutral words."""
+    """The last error, in red; a window that ended (a task done, not failed) in neutral words; a
+    fire waiting for the project's budget in amber, with until when."""
     return rx.cond(
-        row.last_error != "",
-        rx.cond(row.error_calm,
+        row.budget_wait != "", _budget_wait(row),
+        rx.cond(row.last_error == "", rx.fragment(), rx.cond(row.error_calm,
                 rx.callout("Completed: " + row.last_error, icon="flag", color_scheme="gray", size="1", width="100%",
                            custom_attrs=_tid("schedule-window-ended")),
                 rx.callout(row.last_error, icon="circle-alert", color_scheme="red", size="1", width="100%",
-                           custom_attrs=_tid("schedule-last-error"))),
+                           custom_attrs=_tid("schedule-last-error")))),
     )
 
 
@@ -192,6 +227,7 @@ def schedule_row(row: TaskRow) -> rx.Component:
                       rx.text(row.description, size="2", color_scheme="gray", custom_attrs=_tid("schedule-when")),
                       spacing="1", align="center"),
             _notes(row),
+            _spend(row),
             _stats(row),
             _paused(row),
             _last_error(row),

@@ -12,6 +12,7 @@ import reflex as rx
 
 from app.core.config import load_settings
 from app.ui.components.actions import composer_busy_reason, composer_buttons
+from app.ui.components.budget import chat_budget
 from app.ui.components.empty_chat import empty_chat_help
 from app.ui.components.markdown import markdown
 from app.ui.state.chat import ChatState
@@ -325,6 +326,7 @@ def composer() -> rx.Component:
             rx.callout(ChatState.composer_error, icon="triangle-alert", color_scheme="red", size="1",
                        custom_attrs={"data-testid": "composer-error"}, margin_bottom="0.5em"),
         ),
+        chat_budget(),  # app/ui/components/budget.py: the project's daily budget, when it has one
         rx.form(
             rx.hstack(
                 rx.text_area(name="text", id="composer-input", placeholder="Message the agent… (Enter sends)",

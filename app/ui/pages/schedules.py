@@ -11,6 +11,7 @@ import reflex as rx
 
 from app.ui.all_tasks import STATUSES, AllRow, ProjectOption
 from app.ui.components.layout import frame, sidebar_toggle
+from app.ui.components.schedule_row import spend_text
 from app.ui.components.schedules import empty_schedules
 from app.ui.state.all_schedules import AllSchedulesState
 from app.ui.state.attention import AttentionState
@@ -110,7 +111,14 @@ def _row(row: AllRow) -> rx.Component:
                 align="center", spacing="2", flex_wrap="wrap",
             ),
             rx.text(row.description, size="1", color_scheme="gray", custom_attrs=_tid("all-schedules-when")),
-            rx.cond(row.last_error != "", rx.text(row.last_error, size="1", color_scheme="red")),
+            rx.cond(row.spend_all != "", rx.hstack(
+                rx.icon("circle-dollar-sign", size=12, color="var(--gray-10)", flex_shrink="0", margin_top="3px"),
+                spend_text(row.spend_today, row.spend_all, "all-schedules-spend"),
+                spacing="1", align="start")),
+            rx.cond(row.budget_wait != "",  # a wait, not a failure: amber, with why and until when
+                    rx.text(row.budget_wait, " · ", row.last_error, size="1", color_scheme="amber",
+                            custom_attrs=_tid("all-schedules-budget-wait")),
+                    rx.cond(row.last_error != "", rx.text(row.last_error, size="1", color_scheme="red"))),
             class_name="cc-all-cell cc-all-main",
         ),
         _cell("Next run", rx.text(row.next_rel, size="2"),

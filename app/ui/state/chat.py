@@ -16,7 +16,8 @@ from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.core.models import Event, EventType, Project, User
 from app.core.text import clean_prompt
-from app.ui import checks, inbox
+from app.ui import checks, inbox, project_budget
+from app.ui.budget_views import ChatBudget
 from app.ui.feed import RESCAN_SECONDS, ChatFeed, feed_for
 from app.ui.state.nav import NavState
 from app.ui.state.session import AuthState, access_check, connected, may_read, session_user
@@ -83,6 +84,14 @@ async def _mark_seen(user: User | None, chat_id: int, events: list[Event], marke
     return time.monotonic()
 
 
+async def _budget(project_id: int) -> ChatBudget | None:
+    """The composer's budget line (SPEC §15), None when it cannot be read now (it stays as it was)."""
+    try:
+        return await asyncio.to_thread(project_budget.chat_budget, project_id)
+    except Exception:  # a hint beside the composer: the next finished turn reads it again
+        return None
+
+
 def _field_message(exc: ChatcronError, field: str, subject: str) -> str:
     """"<subject> must not be empty." for the form's own field, the error's message otherwise."""
     if isinstance(exc, InvalidInput) and exc.field == field:
@@ -111,6 +120,10 @@ class ChatState(AuthState):
     missing: bool = False
     loaded: bool = False  # the log has been read once (an empty chat shows its help only then)
     divider_id: str = ""  # the row the "New since your last visit" line stands above ("" for none)
+    budget_text: str = ""  # `chat-budget`: the project's daily budget today ("" when it has none)
+    budget_detail: str = ""  # a spent budget's figures
+    budget_spent: bool = False
+    _project_id: int = 0
     _cursor: int = 0
     _generation: int = 0
     _open_runs: list[int] = []
@@ -134,7 +147,8 @@ class ChatState(AuthState):
             self.missing = True
             return None
         self.chat_id, self.title = chat.id, chat.title
-        self.project_chat = chat.project_id is not None
+        self.project_chat, self._project_id = chat.project_id is not None, chat.project_id or 0
+        self._show_budget(await _budget(self._project_id))
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
         agent = await asyncio.to_thread(_agent_of, chat.project_id)
         self.agent_kind, self.agent_label, self.agent_about = agent.kind, agent.label, agent.provider_words
@@ -159,7 +173,7 @@ class ChatState(AuthState):
             self._generation += 1  # at most one loop per tab: a newer tail ends the older one
             generation, chat_id = self._generation, self.chat_id
             token, client = self._session_token(), self.router.session.client_token
-            cursor, busy = self._cursor, self.busy
+            cursor, busy, project_id = self._cursor, self.busy, self._project_id
         quiet, feed, marked, access, shown = 0, None, 0.0, access_check(), False
         user = await asyncio.to_thread(session_user, token) if chat_id else None  # whose visit it records
         while chat_id:
@@ -177,10 +191,13 @@ class ChatState(AuthState):
             if events or confirm or not shown:  # (the first read shows the page, even an empty chat)
                 usage = await run_usage(get_core().db, events) if events else {}
                 fires = await fire_starts(get_core().db, events) if events else {}
+                ended = shown and project_id and any(e.type == EventType.RUN_FINISHED.value for e in events)
+                budget = await _budget(project_id) if ended else None  # a turn ended: its spend is in
                 async with self:
                     if self._generation != generation:
                         return None
                     self._show(events, stale, usage, fires)
+                    self._show_budget(budget)
                     cursor, busy, shown = self._cursor, self.busy, True
             marked = await _mark_seen(user, chat_id, events, marked)
             if not events and feed is None:
@@ -207,6 +224,10 @@ class ChatState(AuthState):
             self._open_runs, self.busy = [], False
         if not self.busy:
             self._update(stopping=False)
+
+    def _show_budget(self, budget: ChatBudget | None) -> None:
+        if budget is not None:
+            self._update(budget_text=budget.text, budget_detail=budget.detail, budget_spent=budget.spent)
 
     def _place_divider(self, caught_up: bool) -> None:
         """Above the first row newer than the last visit, decided while the log is first read (what

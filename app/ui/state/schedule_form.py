@@ -65,7 +65,9 @@ class ScheduleFormState(AuthState):
     jitter: str = "0"
     starts: str = ""
     ends: str = ""
-    advanced: bool = False  # the "Advanced timing" disclosure is open
+    cap_tokens: str = ""  # max tokens per fire ("" for no cap, SPEC §15)
+    cap_cost: str = ""  # max cost per fire in US dollars
+    advanced: bool = False  # the "Advanced options" disclosure is open
     window: str = ""  # the preview's line on the active window ("Ends Tue 31 Mar, 18:00 CEST: …")
     jitter_hint: str = ""  # the jitter's bound for this schedule
     description: str = ""
@@ -177,7 +179,7 @@ class ScheduleFormState(AuthState):
         quiet = check.error_field in QUIET_UNTIL_TOUCHED and check.error_field not in self._touched
         self.error = "" if quiet else check.error
         self.error_input = "" if quiet else INPUTS.get(check.error_field, "")
-        if self.error_input in ADVANCED:  # an error in the advanced timing is shown where it is
+        if self.error_input in ADVANCED:  # an error in the advanced options is shown where it is
             self.advanced = True
         self.blocked = schedule_form.blocked_reason(check.error_field, self._fields())
 
