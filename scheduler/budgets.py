@@ -70,14 +70,15 @@ class ProjectBudgets:
         budgets = {pid: Budget(tokens, cost) for pid, tokens, cost in s.exec(query)} if ids else {}
         if not budgets:
             return cls(now, {}, {}, {})
-        conn = s.connection()
-        spent = projects_spent(conn, budgets, utc_day(now))
+        # the fires in flight before the spend: a fire that ends between the two reads is counted
+        # twice (held and spent), never neither; each holds the caps it was claimed with
         reserved = {pid: _Reserved() for pid in budgets}
-        flying = select(ScheduledTask.project_id, ScheduledTask.max_tokens_per_fire,
-                        ScheduledTask.max_cost_per_fire_usd).join(TaskRun, TaskRun.task_id == ScheduledTask.id).where(
+        flying = select(ScheduledTask.project_id, TaskRun.max_tokens, TaskRun.max_cost_usd).join(
+            TaskRun, TaskRun.task_id == ScheduledTask.id).where(
             TaskRun.status == RunOutcome.RUNNING.value, ScheduledTask.project_id.in_(list(budgets)))
         for pid, max_tokens, max_cost in s.exec(flying):
             reserved[pid].add(max_tokens, max_cost)
+        spent = projects_spent(s.connection(), budgets, utc_day(now))
         return cls(now, budgets, spent, reserved)
 
     def spent(self, task: ScheduledTask) -> str | None:

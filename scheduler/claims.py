@@ -18,13 +18,14 @@ from sqlmodel import Session, func, select
 
 from app.core import attention_events as attention
 from app.core import envelope
-from app.core.attention_tables import AttentionKind
 from app.core.db import Database
-from app.core.models import Chat, Event, EventType, Run
-from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, TaskStatus, Trigger
+from app.core.models import Chat, Run
+from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, Trigger
 from app.schedules.spec import ScheduleKind
+from app.schedules.waiting import WAITING, settle_waiting
 from scheduler import decisions as d
-from scheduler.budgets import ProjectBudgets, notice_in
+from scheduler import records as rec
+from scheduler.budgets import ProjectBudgets
 from scheduler.changes import POINTERS, TaskChanges
 from scheduler.due import due_task_ids, heartbeat, next_deadline, stop_instance
 from scheduler.protocols import Directory, Fire
@@ -34,44 +35,6 @@ __all__ = ["due_task_ids", "heartbeat", "next_deadline", "stop_instance"]  # the
 log = logging.getLogger("chatcron.scheduler")
 PRUNE_EVERY = 8  # below the history limit, skipped records are pruned every 8th fire (a DELETE costs)
 
-
-
-def _apply(s: Session, task: ScheduledTask, changes: TaskChanges, now: dt.datetime) -> None:
-    went_wrong = _turns_error(task.status, changes)
-    for key, value in changes.columns().items():
-        setattr(task, key, value)
-    task.updated_at = now
-    if went_wrong:
-        attention.record(s.connection(), [_error_event(task, now)])
-
-
-def _turns_error(status: str, changes: TaskChanges) -> bool:
-    """Whether these changes put a task that was not in ``error`` into it."""
-    return changes.get("status") == TaskStatus.ERROR and status != TaskStatus.ERROR.value
-
-
-def _error_event(task: ScheduledTask | sa.Row, now: dt.datetime, last_error: str | None = None) -> dict:
-    payload = {"task": {**attention.task_payload(task), "status": TaskStatus.ERROR.value,
-                        "last_error": last_error or task.last_error}}
-    return attention.row(now, AttentionKind.TASK_ERROR, user_email=task.owner, chat_id=task.chat_id,
-                         project_id=task.project_id, task_id=task.id, payload=payload,
-                         notify=attention.pushes(task.notify, AttentionKind.TASK_ERROR))
-
-
-def _fire_events(task: sa.Row, changes: TaskChanges, outcome: RunOutcome, run_id: int | None, task_run_id: int,
-                 output: str, error: str | None, now: dt.datetime) -> list[dict]:
-    """The attention events of a fire's end: finished or failed, and the task's error if it began."""
-    kind = AttentionKind.FIRE_FINISHED if outcome == RunOutcome.SUCCEEDED else AttentionKind.FIRE_FAILED
-    status = changes.get("status", task.status)
-    payload = {"task": {**attention.task_payload(task), "status": getattr(status, "value", status)},
-               "run": {"id": run_id, "task_run_id": task_run_id, "outcome": outcome.value, "error": error,
-                       "first_line": attention.first_line(output)}}
-    rows = [attention.row(now, kind, user_email=task.owner, chat_id=task.chat_id, project_id=task.project_id,
-                          task_id=task.id, run_id=run_id, task_run_id=task_run_id, payload=payload,
-                          notify=attention.pushes(task.notify, kind))]
-    if _turns_error(task.status, changes):
-        rows.append(_error_event(task, now, changes.get("last_error")))
-    return rows
 
 
 def claim(db: Database, now: dt.datetime, task_id: int, instance: str, directory: Directory,
@@ -140,7 +103,6 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
         return [_fire(s, task, decision, row, now) for task, decision, row in claimed]
 
 
-WAITING = (RunOutcome.QUEUED.value, RunOutcome.DEFERRED.value)  # records of occurrences still to fire
 AGAIN = (d.Action.MISS, d.Action.END, d.Action.RESUME)  # decided again at once, in the same transaction
 
 
@@ -164,7 +126,7 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
     if decision.action == d.Action.DISPATCH:
         row = records.get(key)
         if row is None:
-            row = records[key] = _new_record(task, due, RunOutcome.RUNNING, now, instance, None)
+            row = records[key] = rec.new_record(task, due, RunOutcome.RUNNING, now, instance, None)
             s.add(row)
             return row
         if row.status in WAITING:
@@ -172,89 +134,36 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
             row.instance, row.claimed_at, row.finished_at = instance, now, None
             row.trigger, row.fire_number = due.trigger.value, task.run_count + 1
             row.planned_at = row.planned_at or due.planned
-            row.requested_by = _requested_by(task, due)
+            row.requested_by = rec.requested_by(task, due)
+            row.max_tokens, row.max_cost_usd = task.max_tokens_per_fire, task.max_cost_per_fire_usd
             s.add(row)
             return row
         # this occurrence already fired: never twice; drop what pointed at it
-        _apply(s, task, decision.changes.only(POINTERS), now)
+        rec.apply(s, task, decision.changes.only(POINTERS), now)
         log.warning("action=occurrence_already_fired task_id=%s occurrence_at=%s", task.id, due.occurrence_at)
         return None
     if decision.action == d.Action.MISS:
-        _missed(s, task, decision, now, instance, records)
+        rec.missed(s, task, decision, now, instance, records)
     elif decision.action in (d.Action.END, d.Action.RESUME):
-        _apply(s, task, decision.changes, now)
-        _tell_chat(s, task, now, f'scheduled task "{task.name}" {decision.note}')
+        rec.apply(s, task, decision.changes, now)
+        rec.tell_chat(s, task, now, f'scheduled task "{task.name}" {decision.note}')
     elif decision.action == d.Action.BUDGET:
-        _wait_for_budget(s, task, decision, now, instance, records)
+        rec.wait_for_budget(s, task, decision, now, instance, records)
     elif decision.action == d.Action.SKIP:
         if key not in records:
-            records[key] = _new_record(task, due, RunOutcome.SKIPPED, now, instance, "the chat was busy (overlap=skip)")
+            records[key] = rec.new_record(task, due, RunOutcome.SKIPPED, now, instance,
+                                          "the chat was busy (overlap=skip)")
             s.add(records[key])
-        _apply(s, task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
+        rec.apply(s, task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
     else:
-        _apply(s, task, decision.changes, now)
+        rec.apply(s, task, decision.changes, now)
     log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
     return None
 
 
-def _missed(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
-            records: dict[tuple[int, dt.datetime], TaskRun]) -> None:
-    """One ``missed`` record for the occurrences found too late (a queued follow-up's row is reused);
-    the chat says so too, so nothing is missed silently."""
-    due = decision.due
-    key = (task.id, due.occurrence_at)
-    row = records.get(key)
-    if row is None:
-        row = records[key] = _new_record(task, due, RunOutcome.MISSED, now, instance, decision.note)
-        row.fire_number = 0  # nothing fired
-    elif row.status in WAITING:
-        row.status, row.error, row.finished_at, row.instance = RunOutcome.MISSED.value, decision.note, now, instance
-    else:  # this occurrence already has its record: only move the task on
-        _apply(s, task, decision.changes, now)
-        return
-    row.missed_count = decision.missed_count
-    s.add(row)
-    _apply(s, task, decision.changes, now)
-    _tell_chat(s, task, now, f'scheduled task "{task.name}": {decision.note}')
-
-
-def _wait_for_budget(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
-                     records: dict[tuple[int, dt.datetime], TaskRun]) -> None:
-    """The project's budget is spent: the occurrence's record says ``deferred`` (a queued one's row
-    is reused) until its follow-up fires or is missed; the first deferral of the day tells people."""
-    key = (task.id, decision.due.occurrence_at)
-    row = records.get(key)
-    if row is None:
-        row = records[key] = _new_record(task, decision.due, RunOutcome.DEFERRED, now, instance, decision.note)
-        row.fire_number, row.finished_at = 0, None  # nothing fired yet; it still waits
-    elif row.status in WAITING:
-        row.status, row.error, row.instance = RunOutcome.DEFERRED.value, decision.note, instance
-    s.add(row)
-    _apply(s, task, decision.changes, now)
-    if notice_in(s, task, decision.note, now):
-        _tell_chat(s, task, now, f'scheduled task "{task.name}" waits: {decision.note}; fires resume at 00:00 UTC')
-
-
-def _tell_chat(s: Session, task: ScheduledTask, now: dt.datetime, text: str) -> None:
-    """A status line in the task's chat (its window's end, its resume, a miss)."""
-    s.add(Event(chat_id=task.chat_id, type=EventType.STATUS.value, created_at=now, text=text))
-
-
-def _new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.datetime, instance: str,
-                error: str | None) -> TaskRun:
-    return TaskRun(task_id=task.id, occurrence_at=due.occurrence_at, planned_at=due.planned, trigger=due.trigger.value,
-                   status=status.value, fire_number=task.run_count + 1, instance=instance, claimed_at=now, error=error,
-                   finished_at=None if status == RunOutcome.RUNNING else now, requested_by=_requested_by(task, due))
-
-
-def _requested_by(task: ScheduledTask, due: d.Due) -> str | None:
-    """The user whose run-now this fire is (the last one who asked), None for any other fire."""
-    return task.pending_forced_by if due.trigger == Trigger.RUN_NOW_USER else None
-
-
 def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now: dt.datetime) -> Fire:
     due = decision.due
-    _apply(s, task, decision.changes.but(active_run_id=row.id), now)
+    rec.apply(s, task, decision.changes.but(active_run_id=row.id), now)
     log.debug("action=claimed task_id=%s task_run_id=%s chat_id=%s trigger=%s", task.id, row.id, task.chat_id,
              due.trigger.value)
     return Fire(task_id=task.id, task_run_id=row.id, chat_id=task.chat_id, owner=task.owner,
@@ -262,8 +171,8 @@ def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now:
                     trigger=due.trigger, fire_number=row.fire_number, name=task.name, prompt=task.prompt,
                     max_runs=_fire_bound(task, row.fire_number), fresh_session=task.session == "fresh",
                     previous_output=_previous_output(s, task) if task.session == "fresh" else None,
-                    planned_at=due.planned, max_tokens=task.max_tokens_per_fire,
-                    max_cost_usd=task.max_cost_per_fire_usd)
+                    planned_at=due.planned, max_tokens=row.max_tokens,
+                    max_cost_usd=row.max_cost_usd)
 
 
 def _fire_bound(task: ScheduledTask, fire_number: int) -> int | None:
@@ -301,7 +210,7 @@ def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -
         row.status = outcome.value
         row.error = "the chat was busy with another turn"
         row.finished_at = now if outcome == RunOutcome.FAILED else None
-        _apply(s, task, changes, now)
+        rec.apply(s, task, changes, now)
         s.add_all([task, row])
     log.info("action=fire_met_busy_chat task_id=%s outcome=%s", fire.task_id, outcome.value)
 
@@ -339,7 +248,11 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
     if task is not None and task.active_run_id == row.id:
         _write_task(conn, task.id, result.changes, now)
-        attention.record(conn, _fire_events(task, result.changes, result.outcome, row.run_id, row.id, output,
+        settle_waiting(conn, task.id, (bool(task.pending_run), task.pending_occurrence_at),
+                       (result.changes.get("pending_run", bool(task.pending_run)),
+                        result.changes.get("pending_occurrence_at", task.pending_occurrence_at)),
+                       str(getattr(status := result.changes.get("status", task.status), "value", status)), now)
+        attention.record(conn, rec.fire_events(task, result.changes, result.outcome, row.run_id, row.id, output,
                                             error, now))
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
@@ -392,7 +305,7 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
         if task is not None and task.active_run_id == row.id:
             changes = d.decide_abandoned(task_view(task), Trigger(row.trigger))
             _write_task(s.connection(), task.id, changes, now)
-            attention.record(s.connection(), _fire_events(task, changes, RunOutcome.ABANDONED, row.run_id, row.id,
-                                                          "", d.ABANDONED_REASON, now))
+            attention.record(s.connection(), rec.fire_events(task, changes, RunOutcome.ABANDONED, row.run_id,
+                                                             row.id, "", d.ABANDONED_REASON, now))
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)
     return True

@@ -89,14 +89,14 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
         else:  # a forced run of a paused or ended task fails without changing its status
             changes["last_run_status"] = RunOutcome.FAILED
         return Claim(Action.ERROR, due, changes)
+    if facts.chat_busy:  # overlap first: a busy chat's occurrence is skipped or queued, budget or not
+        return _overlap(task, due, now, next_after)
     if due.trigger != Trigger.RUN_NOW_USER and facts.budget_spent:  # a person's run now is a person's turn
         claim = _defer(task, due, now, next_utc_day(now), next_after, facts.budget_spent)
         return Claim(Action.BUDGET, due, claim.changes.but(last_run_status=RunOutcome.DEFERRED),
                      note=facts.budget_spent)
     if due.trigger != Trigger.RUN_NOW_USER and facts.budget_wait:
         return Claim(Action.NOTHING, due)
-    if facts.chat_busy:
-        return _overlap(task, due, now, next_after)
     if facts.auth == Auth.TRANSIENT:
         return _defer(task, due, now, now + dt.timedelta(seconds=limits.busy_retry_seconds), next_after,
                       facts.auth_reason)
@@ -224,7 +224,8 @@ def _final_status(task: TaskView, trigger: Trigger, succeeded: bool, output: str
                   failures: int, limits: Limits) -> tuple[TaskStatus, str | None] | None:
     if succeeded and has_marker(output):
         return TaskStatus.COMPLETED, None
-    if task.kind == "once" and trigger not in FORCED:
+    # a once task's fire — or a run now that fired its only occurrence while it waited (nothing left)
+    if task.kind == "once" and (trigger not in FORCED or (task.next_run_at is None and not task.pending_run)):
         if succeeded:
             return TaskStatus.COMPLETED, None
         return TaskStatus.ERROR, f"the single run failed: {error or 'unknown error'}"

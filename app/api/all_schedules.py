@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import MAX_ID, Digits
 from app.api.errors import status_of
-from app.api.schedules import TasksDep, UserDep, shown, task_json
+from app.api.schedules import TasksDep, UserDep, task_json
 from app.core.errors import InvalidInput
 from app.core.spend import Spend
 from app.schedules import overview
@@ -61,9 +61,12 @@ def bulk(body: BulkIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
     action = overview.parse_action(body.action)
     ids = overview.parse_ids(body.ids)
     results = []
-    for outcome in overview.bulk(tasks, Actor(user), action, ids):
+    outcomes = overview.bulk(tasks, Actor(user), action, ids)
+    spend = tasks.spend([o.task.id for o in outcomes if o.ok])  # one read for every task shown
+    for outcome in outcomes:
         if outcome.ok:
-            results.append({"id": outcome.task_id, "ok": True, "schedule": shown(tasks, outcome.task)})
+            results.append({"id": outcome.task_id, "ok": True,
+                            "schedule": task_json(outcome.task, spend.get(outcome.task.id))})
         else:
             error = outcome.error
             results.append({"id": outcome.task_id, "ok": False, "status": status_of(error),

@@ -125,8 +125,9 @@ def usd_value(value: object, field: str) -> float | None:
     """A dollar cap or budget as stored: a finite amount above 0 and at most 1,000,000, or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 < value <= MAX_USD:
+    # the range first: NaN and infinities fail it, and a huge integer is compared exactly (no overflow)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_USD \
+            or not math.isfinite(value):
         raise InvalidInput(field, f"must be an amount in US dollars above 0 and at most {MAX_USD:,.0f} "
                                   "(null: no limit)")
     return float(value)

@@ -47,15 +47,13 @@ def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens
     (``app.core.spend.tokens_value`` / ``usd_value``). Raises NotFound for an unknown project."""
     now = clock.now()
     freed = 0
+    changing = tokens is not UNCHANGED or cost_usd is not UNCHANGED
     with db.write() as s:
         if s.exec(select(Project.id).where(Project.id == project_id)).first() is None:
             raise NotFound(f"no project with id {project_id}")
-        if tokens is not UNCHANGED or cost_usd is not UNCHANGED:
+        if changing:
             # the tasks first, then the project: the order a claim locks them in (no deadlock)
-            waiting = select(TaskRun.task_id).where(TaskRun.status == RunOutcome.DEFERRED.value)
-            freed = s.exec(sa.update(ScheduledTask).where(
-                ScheduledTask.project_id == project_id, ScheduledTask.pending_run, ScheduledTask.retry_at > now,
-                ScheduledTask.id.in_(waiting.scalar_subquery())).values(retry_at=now)).rowcount or 0
+            freed = _free(s, project_id, now)
             values: dict[str, object] = {"budget_noticed_on": None}
             if tokens is not UNCHANGED:
                 values["daily_token_budget"] = tokens
@@ -65,6 +63,18 @@ def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens
         project = s.get(Project, project_id, populate_existing=True)
         budget = Budget(project.daily_token_budget, project.daily_cost_budget_usd)
         spent = projects_spent(s.connection(), [project_id], utc_day(now)).get(project_id, Spend())
-    if freed:
-        waker.notify()
+    if changing:
+        with db.write() as s:  # a claim that read the old budget meanwhile may have deferred one more
+            freed += _free(s, project_id, now)
+        waker.notify()  # fires held back by fires in flight may start now too
     return BudgetState(project_id, budget, spent, freed)
+
+
+def _free(s, project_id: int, now) -> int:
+    """Make the project's tasks whose follow-up waits for the budget ready now; returns how many."""
+    runs, tasks = TaskRun.__table__, ScheduledTask.__table__
+    deferred = sa.exists().where(runs.c.task_id == tasks.c.id, runs.c.occurrence_at == tasks.c.pending_occurrence_at,
+                                 runs.c.status == RunOutcome.DEFERRED.value)
+    return s.exec(sa.update(ScheduledTask).where(
+        ScheduledTask.project_id == project_id, ScheduledTask.pending_run, ScheduledTask.retry_at > now,
+        deferred).values(retry_at=now)).rowcount or 0

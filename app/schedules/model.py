@@ -155,6 +155,9 @@ class TaskRun(SQLModel, table=True):
     occurrence_at: dt.datetime = instant(nullable=False)  # the nominal instant
     planned_at: dt.datetime | None = instant(nullable=True)  # when it was to fire (jitter applied)
     missed_count: int | None = None  # a `missed` record: how many occurrences it stands for
+    # SPEC §15: the caps the fire was claimed with (what it may spend while in flight)
+    max_tokens: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger, nullable=True))
+    max_cost_usd: float | None = Field(default=None, sa_column=sa.Column(sa.Float, nullable=True))
     trigger: str = Trigger.SCHEDULE.value
     requested_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(320), nullable=True))  # run-now by
     status: str = Field(default=RunOutcome.RUNNING.value, index=True)

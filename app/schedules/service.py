@@ -43,6 +43,7 @@ from app.schedules.model import (
 from app.schedules.pausing import Actor, PauseOps, set_next
 from app.schedules.plan import plan_of
 from app.schedules.spec import ScheduleError, format_instant, parse_schedule, schedule_to_dict
+from app.schedules.waiting import settle_waiting
 
 MAX_KEY = 200
 CAPS = ("max_tokens_per_fire", "max_cost_per_fire_usd")  # SPEC §15
@@ -350,11 +351,14 @@ class TaskService(PauseOps):
                 raise NotFound(f"no schedule with id {task_id}")
             if expect is not None and row.status not in {e.value for e in expect}:
                 raise Conflict(f"the schedule changed meanwhile; it is now {row.status}")
+            before = (bool(row.pending_run), row.pending_occurrence_at)
             extra = change(row)  # a change may return rows to insert with it
             row.updated_at = self.clock.now()
             s.add(row)
             s.add_all(extra or [])
             s.flush()
+            settle_waiting(s.connection(), row.id, before, (bool(row.pending_run), row.pending_occurrence_at),
+                           row.status, row.updated_at)
         self.waker.notify()
         return row
 

@@ -67,7 +67,7 @@ class Listing:
     more: bool  # more tasks than the page shows
 
 
-def _row(listed: overview.Listed, now, viewer_zone: str, spend: tuple[Spend, Spend] | None) -> AllRow:
+def _row(listed: overview.Listed, now, viewer_zone: str, spend: tuple[Spend, Spend] | None = None) -> AllRow:
     view = schedule_views.task_row(listed.task, now, viewer_zone, spend=spend)
     return AllRow(
         id=view.id, name=view.name, status=view.status, status_color=view.status_color,

@@ -186,14 +186,21 @@ def test_fires_in_flight_hold_what_they_may_still_spend(rig: Rig) -> None:
         assert not view.must_wait(tasks[open_ended])
         view.admit(tasks[open_ended])  # no cap: it may take all that is left
         assert view.must_wait(tasks[capped])
-    with rig.core.db.write() as s:
-        s.exec(sa.update(ScheduledTask).values(max_tokens_per_fire=4_500))
-        s.add(TaskRun(task_id=capped, occurrence_at=at(1), status="running", instance="x", claimed_at=at(1)))
-        s.add(TaskRun(task_id=open_ended, occurrence_at=at(1), status="running", instance="x", claimed_at=at(1)))
+    with rig.core.db.write() as s:  # two fires in flight, claimed with caps of 4,000 and 4,500
+        s.add(TaskRun(task_id=capped, occurrence_at=at(1), status="running", instance="x", claimed_at=at(1),
+                      max_tokens=4_000))
+        s.add(TaskRun(task_id=open_ended, occurrence_at=at(1), status="running", instance="x", claimed_at=at(1),
+                      max_tokens=4_500))
     with rig.core.db.write() as s:
         tasks = {t.id: t for t in s.exec(select(ScheduledTask))}
         view = ProjectBudgets.read(s, rig.core.db.sqlite, tasks.values(), rig.clock.now())
-        assert view.must_wait(tasks[capped])  # 1,000 + 4,500 + 4,500 ≥ 10,000 once both are in flight
+        assert not view.must_wait(tasks[capped])  # 1,000 + 4,000 + 4,500 < 10,000: what they hold fits
+        s.exec(sa.update(ScheduledTask).values(max_tokens_per_fire=None))  # an edit: the fires keep their caps
+        view = ProjectBudgets.read(s, rig.core.db.sqlite, tasks.values(), rig.clock.now())
+        assert not view.must_wait(tasks[capped])
+        s.exec(sa.update(TaskRun).where(TaskRun.task_id == capped).values(max_tokens=5_000))
+        view = ProjectBudgets.read(s, rig.core.db.sqlite, tasks.values(), rig.clock.now())
+        assert view.must_wait(tasks[capped])  # 1,000 + 5,000 + 4,500 ≥ 10,000
 
 
 def test_spend_outlives_a_deleted_chat_and_counts_by_utc_day(rig: Rig) -> None:
@@ -218,3 +225,23 @@ def test_a_task_in_error_is_not_woken_by_a_budget_change(rig: Rig) -> None:
     with rig.core.db.write() as s:
         s.exec(sa.update(ScheduledTask).where(ScheduledTask.id == task_id).values(status=TaskStatus.ERROR.value))
     assert set_budget(rig.core.db, rig.clock, NullWaker(), rig.project, tokens=1).freed == 0
+
+
+def test_a_paused_task_closes_its_deferred_record_and_a_waiting_once_task_run_now_completes(rig: Rig) -> None:
+    use(rig, Spender(tokens=6_000))
+    budget(rig, tokens=5_000)
+    rig.core.prompts.start(rig.chat, "spend it").wait(30)
+    task_id = rig.create(schedule=EVERY_TEN)
+    once = rig.create(rig.new_chat("Once"), name="Once", schedule={"kind": "once", "at": "2026-01-05T09:05:00Z"})
+    rig.move_to(600)
+    rig.tick()
+    assert statuses(rig, task_id) == ["deferred"] and statuses(rig, once) == ["deferred"]
+    rig.tasks.pause(Actor(rig.alice), task_id, {})
+    [closed] = rig.task_runs(task_id)
+    assert closed.status == "skipped" and closed.finished_at == rig.clock.now()
+    assert closed.error == "not fired: the task stopped waiting for it (it is paused now)"
+    rig.tasks.run_now(Actor(rig.alice), once)
+    rig.tick()
+    [fired] = rig.task_runs(once)
+    assert (fired.status, fired.trigger) == ("succeeded", "run_now_user")
+    assert rig.task(once).status == TaskStatus.COMPLETED.value  # its only occurrence fired: nothing is left

@@ -47,6 +47,8 @@ BAD: list[tuple[str, str, str]] = [  # (the field's raw JSON value, field, words
     ("1e400", "max_cost_per_fire_usd", "above 0"),
     ("5000000", "max_cost_per_fire_usd", "at most 1,000,000"),
     ('"0.5"', "max_cost_per_fire_usd", "US dollars"),
+    ("1" + "0" * 400, "max_cost_per_fire_usd", "at most 1,000,000"),
+    ("1" + "0" * 400, "max_tokens_per_fire", "1,000,000,000,000"),
 ]
 
 

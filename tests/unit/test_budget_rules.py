@@ -109,3 +109,15 @@ def test_the_notice_reaches_channels_of_task_errors_and_says_why_and_until_when(
     subject, text = policy.email_text(body)
     assert subject == "[chatcron] Project budget spent: fires wait until tomorrow (UTC): digest"
     assert f"Why: {SPENT}; the project's fires wait until 2025-03-11 00:00 UTC" in text
+
+
+def test_a_busy_chat_is_decided_before_the_budget_overlap_skip_still_skips() -> None:
+    from app.schedules.model import Overlap
+    skipping = task(next_run_at=at("10:05"), overlap=Overlap.SKIP)
+    busy = Facts(chat_busy=True, in_flight=1, budget_wait=True, budget_spent=SPENT)
+    assert decide_claim(skipping, at("10:05"), busy, LIMITS, every_5_minutes).action == Action.SKIP
+
+
+def test_a_huge_integer_is_refused_not_overflowed() -> None:
+    with pytest.raises(InvalidInput):
+        usd_value(10**400, "f")

@@ -1,6 +1,7 @@
 """budgets (SPEC §15): per-fire caps, per-project daily budgets, the spend ledger
 
-``scheduled_tasks`` gains ``max_tokens_per_fire`` / ``max_cost_per_fire_usd``; ``projects`` gains
+``scheduled_tasks`` gains ``max_tokens_per_fire`` / ``max_cost_per_fire_usd`` and ``task_runs``
+``max_tokens`` / ``max_cost_usd`` (the caps a fire was claimed with); ``projects`` gains
 ``daily_token_budget`` / ``daily_cost_budget_usd`` and ``budget_noticed_on`` (the UTC day of the
 last "budget spent" notice); ``usage_days`` is the ledger of what turns spent per UTC day,
 project and task.
@@ -25,6 +26,9 @@ def upgrade() -> None:
     with op.batch_alter_table('scheduled_tasks', schema=None) as batch_op:
         batch_op.add_column(sa.Column('max_tokens_per_fire', sa.BigInteger(), nullable=True))
         batch_op.add_column(sa.Column('max_cost_per_fire_usd', sa.Float(), nullable=True))
+    with op.batch_alter_table('task_runs', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('max_tokens', sa.BigInteger(), nullable=True))
+        batch_op.add_column(sa.Column('max_cost_usd', sa.Float(), nullable=True))
     with op.batch_alter_table('projects', schema=None) as batch_op:
         batch_op.add_column(sa.Column('daily_token_budget', sa.BigInteger(), nullable=True))
         batch_op.add_column(sa.Column('daily_cost_budget_usd', sa.Float(), nullable=True))
@@ -48,6 +52,9 @@ def downgrade() -> None:
     with op.batch_alter_table('projects', schema=None) as batch_op:
         for column in ('budget_noticed_on', 'daily_cost_budget_usd', 'daily_token_budget'):
             batch_op.drop_column(column)
+    with op.batch_alter_table('task_runs', schema=None) as batch_op:
+        batch_op.drop_column('max_cost_usd')
+        batch_op.drop_column('max_tokens')
     with op.batch_alter_table('scheduled_tasks', schema=None) as batch_op:
         batch_op.drop_column('max_cost_per_fire_usd')
         batch_op.drop_column('max_tokens_per_fire')
