@@ -4,7 +4,9 @@ The test queues replies (:meth:`AnthropicServer.play`); each *main* request (one
 tools: Claude Code's turn) takes the next one, so a conversation is a list of replies, including
 ``tool_use`` blocks the agent then runs. Side requests (no tools: a title, a model check) get a
 short answer. Every request is recorded (method, path, headers, JSON body) for the test to assert
-on, e.g. that an earlier turn is in the messages of a later one.
+on, e.g. that an earlier turn is in the messages of a later one. A reply can report its own
+usage and wait before answering (:func:`costing`); ``served`` counts the main replies streamed to
+their end (a turn of tool calls is several: tool_use → the tool's result → the next reply …).
 
 What it speaks, as Claude Code 2.1 uses it: ``POST /v1/messages`` (any query string) streamed as
 server-sent events with all four usage fields in ``message_start`` (the ACP adapter's
@@ -32,6 +34,13 @@ USAGE_IN, USAGE_CACHED, USAGE_OUT = 120, 30, 25  # per main request; the ACP pro
 class Reply:
     blocks: list[tuple[str, Any]]  # ("text", str) | ("thinking", str) | ("tool_use", (name, input))
     stall: bool = False
+    usage: tuple[int, int, int] = (USAGE_IN, USAGE_OUT, USAGE_CACHED)  # input, output, cache reads
+    delay: float = 0.0  # seconds the model "thinks" before it answers
+
+
+def costing(reply: Reply, input_tokens: int, output_tokens: int, cached: int = 0, delay: float = 0.0) -> Reply:
+    """``reply`` reporting this usage, answered after ``delay`` seconds."""
+    return dataclasses.replace(reply, usage=(input_tokens, output_tokens, cached), delay=delay)
 
 
 def text(*paragraphs: str) -> Reply:
@@ -43,7 +52,7 @@ def bash(command: str, say: str = "Running it now.") -> Reply:
 
 
 def thinking_then(thought: str, reply: Reply) -> Reply:
-    return Reply([("thinking", thought), *reply.blocks], reply.stall)
+    return dataclasses.replace(reply, blocks=[("thinking", thought), *reply.blocks])
 
 
 def todo(*items: tuple[str, str]) -> Reply:
@@ -77,6 +86,7 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 class AnthropicServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.served = 0  # main replies streamed to their end (message_stop written)
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.stalling = threading.Event()  # set while a stalled reply holds its stream open
@@ -112,6 +122,11 @@ class AnthropicServer:
             return text('{"title": "Scripted"}' if "title" in system.lower() else "ok")
         with self._lock:
             return self._script.pop(0) if self._script else text("(the script has no more replies)")
+
+    def answered(self, body: dict[str, Any]) -> None:
+        if body.get("tools"):
+            with self._lock:
+                self.served += 1
 
     def record(self, entry: dict[str, Any]) -> None:
         with self._lock:
@@ -174,9 +189,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages"):
             return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
         reply = self.server_state.next_reply(body)
+        if reply.delay:
+            time.sleep(reply.delay)
         if not body.get("stream"):
-            return self._json(200, _message(body, reply))
-        self._stream(body, reply)
+            self._json(200, _message(body, reply))
+            return self.server_state.answered(body)
+        if self._stream(body, reply):
+            self.server_state.answered(body)
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -185,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _event(self, name: str, payload: dict[str, Any]) -> None:
         self._chunk(f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode())
 
-    def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+    def _stream(self, body: dict[str, Any], reply: Reply) -> bool:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -195,8 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._event("message_start", {"type": "message_start", "message": {
                 "id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant",
                 "model": body.get("model"), "content": [], "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": USAGE_IN, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                          "cache_read_input_tokens": USAGE_CACHED}}})
+                "usage": {"input_tokens": reply.usage[0], "output_tokens": 1, "cache_creation_input_tokens": 0,
+                          "cache_read_input_tokens": reply.usage[2]}}})
             stop = "end_turn"
             for index, (kind, value) in enumerate(reply.blocks):
                 if kind == "tool_use":
@@ -206,11 +225,13 @@ class _Handler(BaseHTTPRequestHandler):
                     self.server_state.wait_release(lambda: self._chunk(b": ping\n\n"))
             self._event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
                                                                                 "stop_sequence": None},
-                                          "usage": {"output_tokens": USAGE_OUT}})
+                                          "usage": {"output_tokens": reply.usage[1]}})
             self._event("message_stop", {"type": "message_stop"})
             self._chunk(b"")
+            return True
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+            return False
 
     def _block(self, index: int, kind: str, value: Any) -> None:
         if kind == "tool_use":
@@ -247,8 +268,8 @@ def _message(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     stop = "tool_use" if any(kind == "tool_use" for kind, _ in reply.blocks) else "end_turn"
     return {"id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": body.get("model"),
             "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": USAGE_CACHED}}
+            "usage": {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1],
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": reply.usage[2]}}
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:

@@ -98,7 +98,8 @@ class Step:
 
     ``hang``: after ``response.created`` the stream stays open, sending nothing, until the server
     is released or closed. ``status`` other than 200 answers with an OpenAI-style error body
-    instead of a stream. ``delta_delay``: seconds between text deltas (to watch streaming).
+    instead of a stream. ``delta_delay``: seconds between text deltas (to watch streaming);
+    ``delay``: seconds the model "thinks" before it answers.
     """
 
     items: tuple[Item, ...] = ()
@@ -107,10 +108,11 @@ class Step:
     status: int = 200
     error: str = "scripted error"
     delta_delay: float = 0.0
+    delay: float = 0.0
 
 
-def step(*items: Item, usage: Usage | None = None, delta_delay: float = 0.0) -> Step:
-    return Step(tuple(items), usage or Usage(), delta_delay=delta_delay)
+def step(*items: Item, usage: Usage | None = None, delta_delay: float = 0.0, delay: float = 0.0) -> Step:
+    return Step(tuple(items), usage or Usage(), delta_delay=delta_delay, delay=delay)
 
 
 def hang() -> Step:
@@ -194,6 +196,7 @@ class ResponsesServer:
         self._script = list(script)
         self._requests: list[Request] = []
         self.problems: list[str] = []  # what went wrong on the server side; a test asserts it stays empty
+        self.served = 0  # responses streamed to their end (response.completed written)
         self._cond = threading.Condition()
         self._released = threading.Event()
         self._ids = itertools.count(1)
@@ -324,6 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
         if missing:
             self.owner._problem(f"the script calls {missing}, the request offered {request.tool_names()}")
         try:
+            if scripted.delay:
+                time.sleep(scripted.delay)
             self._stream(request, scripted)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the agent went away mid-stream (killed, cancelled): nothing to answer
@@ -360,6 +365,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._call(index, item)
         self._event({"type": "response.completed", "response": {
             "id": rid, "model": model, "status": "completed", "usage": scripted.usage.wire()}})
+        with self.owner._cond:
+            self.owner.served += 1
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode())

@@ -31,7 +31,7 @@ WAIT = 60.0
 CANARY = b"the other project's secret notes\n"
 HOUR = {"kind": "interval", "every_seconds": 3600}
 # tables a turn writes on its own behalf (its run, its events, its grant): everything else must not move
-TURN_TABLES = {"runs", "events", "grants"}
+TURN_TABLES = {"runs", "events", "grants", "usage_days"}  # usage_days: what the turn spent (SPEC §15)
 
 
 def digest_tree(folder: Path) -> dict[str, str]:

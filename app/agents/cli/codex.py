@@ -237,7 +237,10 @@ def session_usage(home: Path, session_id: str) -> dict[str, int] | None:
 
     codex-acp 0.16.0 reports no usage on the prompt's answer and its ``usage_update`` carries only
     how full the context window is, so a turn's tokens are the difference of these totals before
-    and after it. ``input_tokens`` includes the cached ones (OpenAI's convention).
+    and after it; during the turn they are read again on every ``usage_update`` (one per model
+    response) and every tool-call update, and at least every second (``acp_meter``), so a fire's cap is
+    checked while the turn runs. ``input_tokens`` includes the cached ones (OpenAI's convention),
+    so a budget's tokens (``Usage.tokens``) count cached input.
     """
     if not _SESSION_ID.fullmatch(session_id):
         return None

@@ -22,9 +22,10 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from app.agents.egress.policy import AGENT_API_NAME, DEFAULT_PORTS, Address, Policy, normal_host
@@ -77,6 +78,7 @@ class EgressProxy:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._connections: set[asyncio.Task] = set()  # on the loop's thread only
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -106,7 +108,17 @@ class EgressProxy:
     async def _start_server(self, route: Route, path: Path) -> asyncio.AbstractServer:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        return await asyncio.start_unix_server(lambda r, w: _serve(route, r, w), path=str(path), limit=HEAD_LIMIT)
+        return await asyncio.start_unix_server(lambda r, w: self._hold(_serve(route, r, w)), path=str(path),
+                                               limit=HEAD_LIMIT)
+
+    def _hold(self, connection: Coroutine[Any, Any, None]) -> None:
+        """Run one connection as a task held until it ends. The loop keeps only a weak reference to
+        a task and Python 3.11's start_unix_server none at all: a connection waiting on its streams
+        is a reference cycle with nothing outside it, which the garbage collector may destroy
+        mid-way ("Task was destroyed but it is pending!"), its upstream socket left half-open."""
+        task = asyncio.ensure_future(connection)
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
 
     @staticmethod
     async def stop_server(server: asyncio.AbstractServer) -> None:

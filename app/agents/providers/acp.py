@@ -33,6 +33,7 @@ from pathlib import Path
 
 from app.agents.providers.acp_agent import _launch
 from app.agents.providers.acp_client import TurnSink
+from app.agents.providers.acp_meter import Meter
 from app.agents.providers.acp_pool import AgentPool
 from app.agents.providers.acp_settings import AcpConfig
 from app.agents.providers.acp_turn import TurnControl, TurnPlan, run_turn
@@ -114,8 +115,10 @@ class AcpProvider:
 
     def _drain(self, future: concurrent.futures.Future, control: TurnControl, stream: TurnStream,
                cancel: threading.Event) -> None:
-        """Write what the agent streams until the turn ends; pass a cancel on to the loop."""
+        """Write what the agent streams until the turn ends; pass a cancel on to the loop; measure
+        the usage so far while the turn runs (:mod:`app.agents.providers.acp_meter`)."""
         signalled, failure, paragraph = False, None, ""
+        meter = Meter(lambda: control.sink.cost)
         while True:
             if (cancel.is_set() or failure is not None) and not signalled:
                 self.pool.call_soon(control.cancel.set)
@@ -125,19 +128,35 @@ class AcpProvider:
             except queue.Empty:
                 if future.done():
                     break
-                continue
-            if kind == "text":  # text after a tool call is a new paragraph, not a run-on of the last
-                payload, paragraph = (f"\n\n{payload}" if paragraph == "after_tool" else payload), "text"
-            elif kind in ("tool", "plan") and paragraph:
-                paragraph = "after_tool"
-            if failure is None:
-                try:
-                    _deliver(stream, kind, payload)
-                except ProviderError as exc:  # the run was ended elsewhere
-                    failure = exc
+                kind, payload = "", None
+            if kind == "meter":
+                meter.poke()
+            elif kind == "meter_start":
+                meter.start(payload)  # type: ignore[arg-type]
+            elif kind:
+                if kind == "usage":
+                    meter.close()  # the turn's final usage is the last word
+                elif kind == "text":  # text after a tool call is a new paragraph, not a run-on of the last
+                    payload, paragraph = (f"\n\n{payload}" if paragraph == "after_tool" else payload), "text"
+                elif kind in ("tool", "plan") and paragraph:
+                    paragraph = "after_tool"
+                failure = failure or _delivered(stream, kind, payload)
+            if failure is None and not signalled:  # a cap passed sets ``cancel``: signalled next pass
+                usage = meter.tick()
+                if usage is not None:
+                    failure = _delivered(stream, "usage", usage)
         if failure is not None:
             raise failure
         future.result()
+
+
+def _delivered(stream: TurnStream, kind: str, payload: object) -> ProviderError | None:
+    """Deliver one item; the error when the run was ended elsewhere."""
+    try:
+        _deliver(stream, kind, payload)
+    except ProviderError as exc:
+        return exc
+    return None
 
 
 def _deliver(stream: TurnStream, kind: str, payload: object) -> None:

@@ -7,6 +7,8 @@ session with no turn (``session/load`` replaying its history, stragglers after a
 dropped. Permission requests are answered by the project's ``tool_policy``: at once under
 ``allow``/``deny``; under ``ask`` the request becomes an approval and the request waits (on the
 loop, without blocking it) until a person answers, the approval expires, or the turn ends.
+Every ``usage_update`` and tool-call update of a turn's session also puts a ``("meter", None)``
+item in its queue: the turn's thread then measures the usage so far (``acp_meter``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import queue
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,7 @@ class AgentClient:
             changed = sink.tools.apply(data)
             if changed is not None:
                 sink.put("tool", changed)
+            sink.put("meter", None)  # a response ended, a tool ran: measure the usage (acp_meter)
         elif kind == "plan":
             sink.put("plan", plan_json(_dump(update)))
         # usage_update is read from the raw frame (observe): the SDK may reject it
@@ -109,11 +113,14 @@ class AgentClient:
         if update.get("sessionUpdate") != "usage_update":
             return
         sink = self.turns.get(params.get("sessionId", ""))
+        if sink is None:
+            return
         cost = update.get("cost")
         amount = cost.get("amount") if isinstance(cost, dict) else None
-        if sink is not None and isinstance(amount, int | float) and not isinstance(amount, bool) \
+        if isinstance(amount, int | float) and not isinstance(amount, bool) and math.isfinite(amount) \
                 and (cost.get("currency") in (None, "USD")):
             sink.cost = float(amount)
+        sink.put("meter", None)  # the turn's thread measures the usage so far (acp_meter)
 
     # -- permissions ----------------------------------------------------------------------------
     async def request_permission(self, options: list[PermissionOption], session_id: str, tool_call: Any,

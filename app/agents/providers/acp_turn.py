@@ -30,6 +30,7 @@ from app.agents import egress
 from app.agents.providers import openai
 from app.agents.providers.acp_agent import AgentExited, Launch, WarmAgent
 from app.agents.providers.acp_client import TurnSink
+from app.agents.providers.acp_meter import MeterStart, usage_of
 from app.agents.providers.acp_pool import AgentPool
 from app.core.ports import AgentStartError, ProviderError, Usage
 
@@ -186,27 +187,8 @@ async def _prompt(agent: WarmAgent, plan: TurnPlan, control: TurnControl, grace:
 
 def _usage(response: Any, sink: TurnSink, baseline: float | None,
            tokens: tuple[Mapping[str, int] | None, Mapping[str, int] | None] = (None, None)) -> Usage | None:
-    reported = getattr(response, "usage", None)
-    cost = None
-    if sink.cost is not None:
-        cost = round(sink.cost - baseline if baseline is not None and sink.cost >= baseline else sink.cost, 6)
-    if reported is None and tokens[1] is not None:
-        return _token_difference(*tokens, cost)
-    if reported is None and cost is None:
-        return None
-    return Usage(input_tokens=Usage.count(getattr(reported, "input_tokens", None)),
-                 output_tokens=Usage.count(getattr(reported, "output_tokens", None)),
-                 cached_tokens=Usage.count(getattr(reported, "cached_read_tokens", None)), cost_usd=cost)
-
-
-def _token_difference(before: Mapping[str, int] | None, after: Mapping[str, int], cost: float | None) -> Usage:
-    """A turn's tokens from the session's totals before and after it (a total that went down
-    started again from zero, e.g. in a new process: then the later total is the turn's)."""
-    counts = {}
-    for key in ("input_tokens", "output_tokens", "cached_tokens"):
-        now, then = Usage.count(after.get(key)), Usage.count((before or {}).get(key))
-        counts[key] = None if now is None else now - then if then is not None and now >= then else now
-    return Usage(**counts, cost_usd=cost)
+    """The turn's final usage (:func:`app.agents.providers.acp_meter.usage_of` with the sink's cost)."""
+    return usage_of(response, sink.cost, baseline, tokens)
 
 
 async def _session_tokens(plan: TurnPlan, session_id: str) -> Mapping[str, int] | None:
@@ -238,6 +220,7 @@ async def run_turn(pool: AgentPool, plan: TurnPlan, control: TurnControl, grace:
         sink.put("session", session_id)
         baseline = agent.client.costs.get(session_id)
         tokens_before = await _session_tokens(plan, session_id)
+        sink.put("meter_start", MeterStart(session_id, baseline, tokens_before, plan.session_tokens))
         agent.client.turns[session_id] = sink
         try:
             response = await _prompt(agent, plan, control, grace, text)
