@@ -23,6 +23,7 @@ from app.core.chats import SCHEDULED_TASKS
 from app.core.config import Settings
 from app.core.context import Core
 from app.core.models import Chat, Event, Run, User
+from app.core.turns import FireCaps, RunHandle, RunResult, TurnSpec
 from tests.agents.anthropic_server import AnthropicServer
 from tests.conftest import make_core, with_settings
 from tests.integration.apiclient import add_user
@@ -116,3 +117,12 @@ def reopen(rig: AgentRig) -> AgentRig:
     rig.core = make_core(rig.core.settings)
     rig.api = ApiServer(rig.core, rig.api.port)
     return rig
+
+
+def capped_turn(core: Core, chat_id: int, prompt: str, caps: FireCaps | None, wait: float) -> RunResult:
+    """A turn started through the prompt service with a fire's caps (SPEC §15), awaited."""
+    [handle] = core.prompts.start_many([TurnSpec(chat_id, prompt, caps=caps)])
+    assert isinstance(handle, RunHandle), handle
+    result = handle.wait(wait)
+    assert result is not None, f"turn {handle.run_id} did not finish in {wait} s"
+    return result

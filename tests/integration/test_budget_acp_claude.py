@@ -18,9 +18,9 @@ import pytest
 
 from app.core.config import Settings
 from app.core.models import RunStatus
-from app.core.turns import FireCaps, RunHandle, RunResult, TurnSpec
+from app.core.turns import FireCaps, RunResult
 from tests.agents.anthropic_server import AnthropicServer, Reply, bash, costing, text
-from tests.agents.rig import AgentRig, build_rig
+from tests.agents.rig import AgentRig, build_rig, capped_turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)]
 
@@ -50,11 +50,7 @@ def response(reply: Reply) -> Reply:
 
 
 def capped(rig: AgentRig, prompt: str, caps: FireCaps | None) -> RunResult:
-    [handle] = rig.core.prompts.start_many([TurnSpec(rig.chat, prompt, caps=caps)])
-    assert isinstance(handle, RunHandle), handle
-    result = handle.wait(WAIT)
-    assert result is not None, f"turn {handle.run_id} did not finish in {WAIT} s"
-    return result
+    return capped_turn(rig.core, rig.chat, prompt, caps, WAIT)
 
 
 def test_a_turn_past_its_token_cap_is_cancelled_within_one_response(rig: AgentRig, model: AnthropicServer) -> None:

@@ -18,9 +18,10 @@ import pytest
 
 from app.core.config import Settings
 from app.core.models import RunStatus
-from app.core.turns import FireCaps, RunHandle, RunResult, TurnSpec
+from app.core.turns import FireCaps, RunResult
 from tests.agents.codex_rig import CodexRig, build_codex_rig
 from tests.agents.responses_server import Item, ResponsesServer, Step, Text, Usage, shell, step
+from tests.agents.rig import capped_turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)]
 
@@ -50,11 +51,7 @@ def response(*items: Item) -> Step:
 
 
 def capped(rig: CodexRig, prompt: str, caps: FireCaps | None) -> RunResult:
-    [handle] = rig.core.prompts.start_many([TurnSpec(rig.chat, prompt, caps=caps)])
-    assert isinstance(handle, RunHandle), handle
-    result = handle.wait(WAIT)
-    assert result is not None, f"turn {handle.run_id} did not finish in {WAIT} s"
-    return result
+    return capped_turn(rig.core, rig.chat, prompt, caps, WAIT)
 
 
 def test_a_turn_past_its_token_cap_is_cancelled_within_one_response(rig: CodexRig, model: ResponsesServer) -> None:
