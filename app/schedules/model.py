@@ -84,7 +84,9 @@ class Trigger(enum.StrEnum):
 
 class ScheduledTask(SQLModel, table=True):
     __tablename__ = "scheduled_tasks"
-    __table_args__ = (sa.UniqueConstraint("chat_id", "idempotency_key", name="uq_task_chat_idempotency"),)
+    # ids never given again (SQLite AUTOINCREMENT): the spend ledger keys a task's spend by its id
+    __table_args__ = (sa.UniqueConstraint("chat_id", "idempotency_key", name="uq_task_chat_idempotency"),
+                      {"sqlite_autoincrement": True})
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chats.id", index=True)

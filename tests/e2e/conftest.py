@@ -70,6 +70,9 @@ def server(e2e_root: Path) -> Iterator[Server]:
     env = {**os.environ, "CHATCRON_DATA_DIR": str(data), "CHATCRON_DEMO_WORD_DELAY_SECONDS": "0.06",
            "CHATCRON_API_URL": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT),
            "CHATCRON_AGENTS_DIR": str(TEST_AGENTS_DIR),  # the suite's installed agent CLIs (real-agent tests)
+           # every module's schedules land in the shared demo project: its quota would fail whichever
+           # test came later (the quotas are tested in tests/integration/test_user_quotas.py)
+           "CHATCRON_MAX_TASKS_PER_PROJECT": "0", "CHATCRON_MAX_TASKS_PER_USER": "0",
            "REFLEX_WEB_WORKDIR": str(web_dir("server"))}  # this worker's own build: a build embeds its port
     env.pop("CHATCRON_DATABASE_URL", None)
     server = Server(f"http://127.0.0.1:{port}", env)

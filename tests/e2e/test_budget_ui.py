@@ -122,6 +122,7 @@ def test_caps_set_in_the_dialog_show_on_the_card_and_clear(sized: Page, server, 
     expect(_row(page, task_id).get_by_test_id("task-caps")).to_have_text("Cap $0.50 per fire")
     stored = api(server, token, "GET", f"/api/schedules/{task_id}")
     assert (stored["max_tokens_per_fire"], stored["max_cost_per_fire_usd"]) == (None, 0.5)
+    api(server, token, "DELETE", f"/api/schedules/{task_id}")  # the demo project's schedules are shared (a quota)
 
 
 BAD = [
@@ -187,6 +188,7 @@ def test_a_tasks_spend_shows_on_its_card_and_on_all_schedules(sized: Page, serve
     listed.scroll_into_view_if_needed()
     _fits(page, listed.get_by_test_id("all-schedules-spend"))
     save_shot(page, tmp_path, f"all-schedules-spend-{width}.png", settle_ms=300)
+    api(server, token, "DELETE", f"/api/schedules/{task['id']}")  # the demo project's schedules are shared (a quota)
 
 
 def _budget_project(server, token: str, name: str, tokens: int) -> tuple[int, int]:

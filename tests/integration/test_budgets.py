@@ -245,3 +245,15 @@ def test_a_paused_task_closes_its_deferred_record_and_a_waiting_once_task_run_no
     [fired] = rig.task_runs(once)
     assert (fired.status, fired.trigger) == ("succeeded", "run_now_user")
     assert rig.task(once).status == TaskStatus.COMPLETED.value  # its only occurrence fired: nothing is left
+
+
+def test_a_new_task_never_inherits_a_deleted_tasks_spend(rig: Rig) -> None:
+    first = rig.create()
+    with rig.core.db.write() as s:
+        add_spend_in(s, rig.clock.now(), rig.project, first, Usage(input_tokens=500))
+    rig.tasks.delete(Actor(rig.alice), first)
+    second = rig.create()
+    assert second != first  # ids are never given again, on SQLite too
+    today, total = rig.tasks.spend([second])[second]
+    assert (today.tokens, total.tokens) == (0, 0)
+    assert spent_today(rig) == 500  # the project's spend stays

@@ -4,7 +4,8 @@
 ``max_tokens`` / ``max_cost_usd`` (the caps a fire was claimed with); ``projects`` gains
 ``daily_token_budget`` / ``daily_cost_budget_usd`` and ``budget_noticed_on`` (the UTC day of the
 last "budget spent" notice); ``usage_days`` is the ledger of what turns spent per UTC day,
-project and task.
+project and task. On SQLite ``scheduled_tasks`` is rebuilt with AUTOINCREMENT, so a deleted
+task's id (and its spend in the ledger) never passes to a new task.
 
 Revision ID: 0014_budgets
 Revises: 0013_schedule_semantics
@@ -23,7 +24,12 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('scheduled_tasks', schema=None) as batch_op:
+    # a task's id is never given again (SQLite AUTOINCREMENT): the ledger's spend of a deleted task
+    # must not become a new task's (app.core.migrate runs this with foreign keys off, checked after)
+    sqlite = op.get_context().dialect.name == 'sqlite'
+    tasks = op.batch_alter_table('scheduled_tasks', recreate='always', table_kwargs={'sqlite_autoincrement': True}) \
+        if sqlite else op.batch_alter_table('scheduled_tasks', schema=None)
+    with tasks as batch_op:
         batch_op.add_column(sa.Column('max_tokens_per_fire', sa.BigInteger(), nullable=True))
         batch_op.add_column(sa.Column('max_cost_per_fire_usd', sa.Float(), nullable=True))
     with op.batch_alter_table('task_runs', schema=None) as batch_op:
