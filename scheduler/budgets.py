@@ -54,9 +54,7 @@ class _Reserved:
 class ProjectBudgets:
     """The claim's view of the budgets of the projects in one batch."""
 
-    def __init__(self, now: dt.datetime, budgets: dict[int, Budget], spent: dict[int, Spend],
-                 reserved: dict[int, _Reserved]) -> None:
-        self.now, self.until = now, next_utc_day(now)
+    def __init__(self, budgets: dict[int, Budget], spent: dict[int, Spend], reserved: dict[int, _Reserved]) -> None:
         self.budgets, self.spent_today, self.reserved = budgets, spent, reserved
 
     @classmethod
@@ -69,7 +67,7 @@ class ProjectBudgets:
             query = query.with_for_update(key_share=True)
         budgets = {pid: Budget(tokens, cost) for pid, tokens, cost in s.exec(query)} if ids else {}
         if not budgets:
-            return cls(now, {}, {}, {})
+            return cls({}, {}, {})
         # the fires in flight before the spend: a fire that ends between the two reads is counted
         # twice (held and spent), never neither; each holds the caps it was claimed with
         reserved = {pid: _Reserved() for pid in budgets}
@@ -79,7 +77,7 @@ class ProjectBudgets:
         for pid, max_tokens, max_cost in s.exec(flying):
             reserved[pid].add(max_tokens, max_cost)
         spent = projects_spent(s.connection(), budgets, utc_day(now))
-        return cls(now, budgets, spent, reserved)
+        return cls(budgets, spent, reserved)
 
     def spent(self, task: ScheduledTask) -> str | None:
         """Why the task's project can start no fire until the next UTC day, else None."""

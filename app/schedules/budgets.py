@@ -8,9 +8,10 @@ removed budget frees them; one still spent defers them again, with no second rec
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 import sqlalchemy as sa
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from app.core.clock import Clock
 from app.core.db import Database
@@ -70,7 +71,7 @@ def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens
     return BudgetState(project_id, budget, spent, freed)
 
 
-def _free(s, project_id: int, now) -> int:
+def _free(s: Session, project_id: int, now: dt.datetime) -> int:
     """Make the project's tasks whose follow-up waits for the budget ready now; returns how many."""
     runs, tasks = TaskRun.__table__, ScheduledTask.__table__
     deferred = sa.exists().where(runs.c.task_id == tasks.c.id, runs.c.occurrence_at == tasks.c.pending_occurrence_at,
