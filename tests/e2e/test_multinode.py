@@ -180,8 +180,7 @@ def _last_reply(page: Page) -> str:
 
 # -- 2. burst ---------------------------------------------------------------------------------------
 def _a_burst_fires_each_occurrence_once_across_both_schedulers(c: Cluster) -> None:
-    instant = (c.core.clock.now() + dt.timedelta(seconds=8)).replace(microsecond=0)
-    task_ids = _once_tasks(c, BURST, "burst", "a burst fire", instant)
+    instant, task_ids = _once_tasks(c, BURST, "burst", "a burst fire", lead=3)
     assert _task_runs(c, task_ids) == [], "nothing fires before its instant"
     wait_for(lambda: sum(r.status == RunOutcome.SUCCEEDED.value for r in _task_runs(c, task_ids)) >= BURST,
              90, f"{BURST} fires to succeed", c.schedulers, every=0.5)
@@ -206,8 +205,7 @@ def _a_burst_fires_each_occurrence_once_across_both_schedulers(c: Cluster) -> No
 
 # -- 3. kill -9 -------------------------------------------------------------------------------------
 def _a_killed_schedulers_claims_are_recovered_by_the_other(c: Cluster) -> None:
-    instant = (c.core.clock.now() + dt.timedelta(seconds=3)).replace(microsecond=0)
-    task_ids = _once_tasks(c, SLEEPERS, "sleeper", "/sleep 20", instant)
+    _, task_ids = _once_tasks(c, SLEEPERS, "sleeper", "/sleep 20", lead=3)
     rows = wait_for(lambda: _all_started(c, task_ids), 20, f"{SLEEPERS} sleeping fires to start", c.schedulers)
     held = Counter(_pid_of(r.instance) for r in rows)
     victim = next(p for p in c.schedulers if p.pid == held.most_common(1)[0][0])
@@ -245,17 +243,21 @@ def _a_killed_schedulers_claims_are_recovered_by_the_other(c: Cluster) -> None:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _once_tasks(c: Cluster, n: int, label: str, prompt: str, at: dt.datetime) -> list[int]:
-    """``n`` chats with one once-task each due at ``at``, created through TaskService (wake hints on)."""
+def _once_tasks(c: Cluster, n: int, label: str, prompt: str, lead: float) -> tuple[dt.datetime, list[int]]:
+    """``n`` chats with one once-task each, created through TaskService (wake hints on), all due at
+    one instant: ``lead`` seconds after the chats exist plus 0.15 s per task (about three times what
+    one takes on a loaded machine), so that the last task is made before the instant."""
     svc = TaskService(c.core.db, c.core.clock, c.core.settings, DatabaseWaker(c.core.db))
+    made = [chats.create_chat(c.core.db, c.core.clock, c.user, c.project_id, f"{label} {i}") for i in range(n)]
+    at = (c.core.clock.now() + dt.timedelta(seconds=lead + n * 0.15)).replace(microsecond=0)
     ids = []
-    for i in range(n):
-        chat = chats.create_chat(c.core.db, c.core.clock, c.user, c.project_id, f"{label} {i}")
+    for i, chat in enumerate(made):
         body = {"name": f"{label} {i}", "prompt": prompt, "schedule": {"kind": "once", "at": at.isoformat()}}
         task, created = svc.create(Actor(c.user), chat.id, body)
         assert created
         ids.append(task.id)
-    return ids
+    assert c.core.clock.now() < at, f"creating {n} tasks took past their instant: raise the lead"
+    return at, ids
 
 
 def _task_runs(c: Cluster, task_ids: list[int]) -> list[TaskRun]:

@@ -26,7 +26,7 @@ from app.schedules.budgets import set_budget
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus
 from app.schedules.service import Actor
 from scheduler.budgets import ProjectBudgets
-from tests.integration.test_scheduler_loop import Rig, at
+from tests.integration.test_scheduler_loop import Rig, at, settle
 
 EVERY_TEN = {"kind": "interval", "every_seconds": 600}
 NEXT_DAY = dt.datetime(2026, 1, 6, 0, 0, tzinfo=UTC)
@@ -41,6 +41,8 @@ class Spender:
         self.tokens, self.steps, self.cost = tokens, steps, cost
         self.served = 0
         self._lock = threading.Lock()
+        self.gate = threading.Event()  # cleared: each turn waits for it before it ends
+        self.gate.set()
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
         stream = stream_of(emit)
@@ -52,6 +54,7 @@ class Spender:
             stream(f"step {step}. ")
             stream.report_usage(Usage(input_tokens=self.tokens * step * 3 // 4, output_tokens=self.tokens * step // 4,
                                       cost_usd=None if self.cost is None else round(self.cost * step, 6)))
+        assert self.gate.wait(10), "the test never let the turn end"
         stream("done")
 
 
@@ -106,12 +109,17 @@ def test_a_fire_past_its_cost_cap_is_cancelled_and_recorded_as_spent(rig: Rig) -
 
 
 def test_a_spent_budget_defers_the_days_fires_once_tells_people_and_resumes_after_midnight(rig: Rig) -> None:
-    use(rig, Spender(tokens=6_000))
+    spender = Spender(tokens=6_000)
+    use(rig, spender)
     budget(rig, tokens=10_000)
     task_id = rig.create(schedule=EVERY_TEN, catchup_window_seconds=None)
     other = rig.create(rig.new_chat("Other"), name="Digest", schedule=EVERY_TEN, catchup_window_seconds=3600)
     rig.move_to(600)
-    rig.tick()  # the first fire has no cap: while it is in flight it may take all that is left
+    spender.gate.clear()  # the first fire stays in flight until the loop has decided the second
+    rig.loop.tick()  # the first fire has no cap: while it is in flight it may take all that is left
+    assert statuses(rig, task_id) == ["running"] and statuses(rig, other) == []
+    spender.gate.set()
+    settle(rig.core)
     assert statuses(rig, task_id) == ["succeeded"] and statuses(rig, other) == []
     rig.tick()  # 6,000 of 10,000 spent, nothing in flight: the second fires and takes it past the line
     assert statuses(rig, other) == ["succeeded"] and spent_today(rig) == 12_000
