@@ -12,9 +12,10 @@ import logging
 import re
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlmodel import Session
 
 from app.agents import sandbox
 from app.agents.cli import presets
@@ -25,10 +26,11 @@ from app.core.context import Core
 from app.core.db import StoreError, first_line
 from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
-from app.core.models import Project
+from app.core.models import Project, Role
 from app.core.ports import ProviderError
 from app.core.spend import tokens_value, usd_value
 from app.core.wake import DatabaseWaker
+from app.projects import audit, members
 from app.schedules.budgets import UNCHANGED, set_budget
 from app.schedules.service import forget_chats
 from app.wiring import build_core
@@ -55,9 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("create-project", help="create a project; prints its id")
     p.add_argument("--name", required=True)
     p.add_argument("--owner", required=True, help="owner's email")
-    p = sub.add_parser("grant-access", help="make a user a member of a project")
+    p = sub.add_parser("grant-access", help="make a user a member (or an owner) of a project, or change their role")
     p.add_argument("--email", required=True)
     p.add_argument("--project", required=True, type=int)
+    p.add_argument("--role", choices=[r.value for r in Role], help="owner or member (default for a new member: "
+                                                                   "member; an existing member's role is kept)")
     p = sub.add_parser("create-token", help="print a new personal API token")
     p.add_argument("--email", required=True)
     p.add_argument("--name", default="cli")
@@ -180,9 +184,8 @@ def execute(args: argparse.Namespace, core: Core) -> int:
         print(projects.create_project(core.db, core.clock, core.settings.workspaces_dir, args.name, owner,
                                       max_projects=core.settings.max_projects_per_user).id)
     elif args.command == "grant-access":
-        user = auth.find_user(core.db, args.email)
-        projects.grant_access(core.db, core.clock, user, args.project)
-        print(f"{user.email} can now use project {args.project}")
+        print(members.grant(core.db, core.clock, audit.CLI, args.email, args.project,
+                            Role(args.role) if args.role else None))
     elif args.command == "create-token":
         if args.days < 0:
             raise InvalidInput("--days", "must be 0 (no expiry) or more")
@@ -197,9 +200,11 @@ def execute(args: argparse.Namespace, core: Core) -> int:
         print(seed_demo(core))
     elif args.command == "set-provider":
         print(set_provider(core, args))
+        audit.record_apart(core.db, core.clock, args.project, audit.CLI, audit.SETTINGS,
+                           {"keys": _changed_keys(args)})
     elif args.command == "set-budget":
         print(set_budget(core.db, core.clock, DatabaseWaker(core.db), args.project, args.daily_tokens,
-                         args.daily_cost_usd).sentence())
+                         args.daily_cost_usd, also=_budget_audit(core, args)).sentence())
     elif args.command == "install-agent":
         print(install_agent(core, args.name))
     elif args.command == "list-agents":
@@ -207,12 +212,27 @@ def execute(args: argparse.Namespace, core: Core) -> int:
     return 0
 
 
+def _changed_keys(args: argparse.Namespace) -> list[str]:
+    """What a set-provider changed, as the audit names keys (never a value)."""
+    if args.assign or args.remove:
+        return sorted({_setting("--set", item)[0] for item in args.assign} | {_key(item) for item in args.remove})
+    return ["agent.provider", "all settings"]
+
+
+def _budget_audit(core: Core, args: argparse.Namespace) -> Callable[[Session], None]:
+    keys = [name for name, value in (("budget.daily_tokens", args.daily_tokens),
+                                     ("budget.daily_cost_usd", args.daily_cost_usd)) if value is not UNCHANGED]
+    return lambda s: audit.record(s, core.clock.now(), args.project, audit.CLI, audit.SETTINGS, {"keys": keys})
+
+
 def _take_away(args: argparse.Namespace, core: Core) -> str:
     """delete-user, revoke-access, end-sessions (SPEC §17): what happened, in one sentence."""
     if args.command == "delete-user":
         return accounts.delete_user(core.db, args.email, core.settings.workspaces_dir, forget_chats).sentence()
     if args.command == "revoke-access":
-        return accounts.revoke_access(core.db, core.clock, args.email, args.project).sentence()
+        done = accounts.revoke_access(core.db, core.clock, args.email, args.project)
+        audit.record_apart(core.db, core.clock, args.project, audit.CLI, audit.MEMBER_REMOVE, {"email": done.email})
+        return done.sentence()
     email, count = accounts.end_sessions(core.db, args.email)
     return f"ended {count} browser session(s) of {email}"
 

@@ -7,7 +7,20 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from app.api import agent, all_schedules, approvals, errors, inbox, metrics, notifications, schedules, user, web_auth
+from app.api import (
+    admin,
+    agent,
+    all_schedules,
+    approvals,
+    errors,
+    inbox,
+    metrics,
+    notifications,
+    projects,
+    schedules,
+    user,
+    web_auth,
+)
 from app.api.limits import BodyLimit
 from app.api.origins import OriginGuard
 from app.api.proxies import ProxyHeaders
@@ -32,6 +45,8 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     api.state.core_provider = core_provider
     errors.install(api)
     api.include_router(user.router)
+    api.include_router(projects.router)  # settings, members, audit (SPEC §18)
+    api.include_router(admin.router)  # the server admin's people and agents (SPEC §18)
     api.include_router(schedules.router)
     api.include_router(all_schedules.router)  # GET /api/schedules, POST /api/schedules/bulk
     api.include_router(notifications.router)

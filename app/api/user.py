@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import sqlalchemy as sa
@@ -62,19 +63,23 @@ def _admin_asks(request: Request, core: Core) -> bool:
 def health(request: Request, core: CoreDep) -> dict[str, Any]:
     """The store, the scheduler and the agents (app/agents/doctor.py: a start problem's detail only
     for an admin's token)."""
+    return health_report(core, lambda: _admin_asks(request, core))
+
+
+def health_report(core: Core, admin: Callable[[], bool]) -> dict[str, Any]:
+    """/api/health's answer (and the admin page's); ``admin()``, asked only while the store answers,
+    adds an agent start problem's detail."""
     try:
         with core.db.read() as s:
             s.exec(sa.text("SELECT 1"))
         db = "ok"
     except Exception as exc:  # health must answer even when the store is down
         db = f"error: {type(exc).__name__}"
-    alive, last = False, None
-    if db == "ok":
-        alive, last = scheduler_beat(core)
-    admin = db == "ok" and _admin_asks(request, core)
+    alive, last = scheduler_beat(core) if db == "ok" else (False, None)
     return {"status": "ok" if db == "ok" else "degraded", "db": db,
             "scheduler": {"alive": alive, "last_beat": rfc3339(last)}, **sandbox.health(core.settings),
-            **doctor.health(core.settings, core.db if db == "ok" else None, core.clock.now(), admin=admin)}
+            **doctor.health(core.settings, core.db if db == "ok" else None, core.clock.now(),
+                            admin=db == "ok" and admin())}
 
 
 @router.get("/projects")

@@ -38,7 +38,7 @@ from app.core.attention_tables import Approval, AttentionEvent, ChatRead, Delive
 from app.core.auth import normalize_email
 from app.core.clock import Clock
 from app.core.db import Database
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, LastOwner, NotFound
 from app.core.models import (
     ApiToken,
     Chat,
@@ -47,6 +47,7 @@ from app.core.models import (
     LoginAttempt,
     Membership,
     Project,
+    Role,
     Run,
     RunStatus,
     User,
@@ -98,7 +99,7 @@ def _heirs(s: Session, user_id: int) -> dict[int, User | None]:
         heirs[project_id] = s.exec(
             select(User).join(Membership, Membership.user_id == User.id)
             .where(Membership.project_id == project_id, User.id != user_id)
-            .order_by(Membership.created_at, User.id)
+            .order_by(Membership.role != Role.OWNER.value, Membership.created_at, User.id)  # an owner first
         ).first()
     return heirs
 
@@ -118,6 +119,17 @@ def _forget_attention(s: Session, user_id: int, doomed: Sequence[int]) -> None:
     _bulk(s, sa.update(AttentionEvent).where(AttentionEvent.user_id == user_id).values(user_id=None))
 
 
+def _keep_an_owner(s: Session, project_ids: Sequence[int]) -> None:
+    """Each of these projects that has members but no owner left: its longest-standing member
+    becomes its owner (SPEC §18: a project always has an owner while anyone uses it)."""
+    for project_id in project_ids:
+        members = list(s.exec(select(Membership).where(Membership.project_id == project_id)
+                              .order_by(Membership.created_at, Membership.user_id)))
+        if members and not any(m.role == Role.OWNER.value for m in members):
+            members[0].role = Role.OWNER.value
+            s.add(members[0])
+
+
 def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGone) -> Deletion:
     """Delete a user and what only they used (see the module docstring); NotFound, Conflict."""
     with db.write() as s:
@@ -131,7 +143,10 @@ def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGon
         _bulk(s, sa.delete(Event).where(Event.chat_id.in_(doomed)))
         _bulk(s, sa.delete(Run).where(Run.chat_id.in_(doomed)))
         _bulk(s, sa.delete(Chat).where(Chat.id.in_(doomed)))
+        owned = list(s.exec(select(Membership.project_id).where(Membership.user_id == user.id,
+                                                               Membership.role == Role.OWNER.value)))
         _bulk(s, sa.delete(Membership).where(sa.or_(Membership.user_id == user.id, Membership.project_id.in_(sole))))
+        _keep_an_owner(s, [pid for pid in owned if pid not in sole])
         _bulk(s, sa.delete(Project).where(Project.id.in_(sole)))
         _bulk(s, sa.delete(AgentStartProblem).where(AgentStartProblem.project_key.in_(sole)))
         for project_id, heir in heirs.items():
@@ -203,10 +218,25 @@ def revoke_access(db: Database, clock: Clock, email: str, project_id: int) -> Re
         membership = s.get(Membership, (user.id, project_id))
         if membership is None:
             raise NotFound(f"{user.email} is not a member of project {project_id}")
+        check_not_last_owner(s, db, membership, "be removed")
         s.delete(membership)
         revoked = _bulk(s, sa.update(Grant).where(Grant.owner_id == user.id, Grant.project_id == project_id,
                                                 Grant.revoked_at.is_(None)).values(revoked_at=clock.now()))
         return Revocation(user.email, project_id, user.is_admin, revoked.rowcount or 0)
+
+
+def check_not_last_owner(s: Session, db: Database, membership: Membership, what: str) -> None:
+    """Raises LastOwner when ``membership`` is its project's only owner (SPEC §18). The project's
+    owner rows are locked first on PostgreSQL, so two owners demoting each other at once cannot
+    both pass (SQLite's write transaction already serializes them)."""
+    if membership.role != Role.OWNER.value:
+        return
+    query = select(Membership.user_id).where(Membership.project_id == membership.project_id,
+                                             Membership.role == Role.OWNER.value)
+    owners = list(s.exec(query if db.sqlite else query.with_for_update()))
+    if owners == [membership.user_id]:
+        raise LastOwner(f"the last owner of project {membership.project_id} cannot {what}: "
+                        "make another member an owner first")
 
 
 def end_sessions(db: Database, email: str) -> tuple[str, int]:

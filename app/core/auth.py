@@ -79,6 +79,18 @@ def create_user(db: Database, clock: Clock, email: str, password: str, is_admin:
         return user
 
 
+def set_password(db: Database, email: str, password: str) -> None:
+    """A new password for the user (the admin's reset); InvalidInput, NotFound."""
+    if len(password or "") < MIN_PASSWORD:
+        raise InvalidInput("password", f"must be at least {MIN_PASSWORD} characters")
+    with db.write() as s:
+        user = s.exec(select(User).where(User.email == normalize_email(email))).first()
+        if user is None:
+            raise NotFound(f"no user with email {email}")
+        user.password_hash = _hasher.hash(password)
+        s.add(user)
+
+
 def find_user(db: Database, email: str) -> User:
     """The user with this email (any case); raises NotFound."""
     address = (email or "").strip().lower()

@@ -65,6 +65,12 @@ class AlreadyExists(Conflict):
     code = "already_exists"
 
 
+class LastOwner(Conflict):
+    """A project keeps at least one owner (SPEC §18)."""
+
+    code = "last_owner"
+
+
 class QuotaExceeded(Conflict):
     """A limit on how many projects or schedules may exist has been reached."""
 

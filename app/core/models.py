@@ -99,11 +99,34 @@ class Project(SQLModel, table=True):
     budget_noticed_on: dt.date | None = Field(default=None, sa_column=sa.Column(sa.Date, nullable=True))
 
 
+class Role(enum.StrEnum):
+    """A member's role in a project (SPEC §18): owners also change its settings and members."""
+
+    OWNER = "owner"
+    MEMBER = "member"
+
+
 class Membership(SQLModel, table=True):
     __tablename__ = "memberships"
     user_id: int = Field(foreign_key="users.id", primary_key=True)
     project_id: int = Field(foreign_key="projects.id", primary_key=True, index=True)
     created_at: dt.datetime = instant(nullable=False)
+    role: str = Field(default=Role.MEMBER.value, sa_column=sa.Column(
+        sa.String(8), nullable=False, server_default=Role.MEMBER.value))
+
+
+class ProjectAudit(SQLModel, table=True):
+    """One change of a project's settings or members (SPEC §18): who, when, which keys — never a
+    secret's value. The actor's email is kept as written: the record outlives the account."""
+
+    __tablename__ = "project_audit"
+    __table_args__ = NEVER_REUSED
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    actor_email: str = Field(max_length=320)
+    at: dt.datetime = instant(nullable=False)
+    action: str = Field(max_length=40)  # settings | member.add | member.role | member.remove
+    detail: str = "{}"  # JSON: the keys changed, or the member and role
 
 
 class Chat(SQLModel, table=True):

@@ -11,13 +11,13 @@ from app.core import ports, quotas
 from app.core.clock import Clock
 from app.core.db import Database
 from app.core.errors import NotFound
-from app.core.models import Membership, Project, User
+from app.core.models import Membership, Project, Role, User
 from app.core.text import clean_name
 
 
 def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owner: User, *,
                    max_projects: int = 0) -> Project:
-    """Create a project owned by ``owner`` (who becomes a member), its workspace and the agent assets in it.
+    """Create a project owned by ``owner`` (its first owner, SPEC §18), its workspace and the agent assets in it.
 
     Raises QuotaExceeded when ``owner`` already owns ``max_projects`` projects (0: no limit; every
     caller that acts for a user passes ``Settings.max_projects_per_user``)."""
@@ -29,18 +29,25 @@ def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owne
         project = Project(name=title, owner_id=owner.id, created_at=now)
         s.add(project)
         s.flush()
-        s.add(Membership(user_id=owner.id, project_id=project.id, created_at=now))
+        s.add(Membership(user_id=owner.id, project_id=project.id, created_at=now, role=Role.OWNER.value))
     ports.agents().new_project(workspaces, project.id)
     return project
 
 
-def grant_access(db: Database, clock: Clock, user: User, project_id: int) -> None:
-    """Make ``user`` a member of the project (idempotent); raises NotFound for an unknown project."""
+def grant_access(db: Database, clock: Clock, user: User, project_id: int, role: Role | None = None) -> None:
+    """Make ``user`` a member of the project (idempotent; ``role``, when given, is set on an existing
+    membership too); raises NotFound for an unknown project. The admin CLI's ``grant-access``: the
+    browser and the API go through :mod:`app.projects.members`, which keeps the last-owner rule."""
     with db.write() as s:
         if s.get(Project, project_id) is None:
             raise NotFound(f"no project with id {project_id}")
-        if s.get(Membership, (user.id, project_id)) is None:
-            s.add(Membership(user_id=user.id, project_id=project_id, created_at=clock.now()))
+        membership = s.get(Membership, (user.id, project_id))
+        if membership is None:
+            s.add(Membership(user_id=user.id, project_id=project_id, created_at=clock.now(),
+                             role=(role or Role.MEMBER).value))
+        elif role is not None and membership.role != role.value:
+            membership.role = role.value
+            s.add(membership)
 
 
 def has_access(s: Session, user: User, project_id: int) -> bool:
@@ -48,6 +55,14 @@ def has_access(s: Session, user: User, project_id: int) -> bool:
     if user.is_admin:
         return s.get(Project, project_id) is not None
     return s.get(Membership, (user.id, project_id)) is not None
+
+
+def role_in(s: Session, user: User, project_id: int) -> Role | None:
+    """The user's role in the project; an admin who is no member acts as an owner (SPEC §18)."""
+    membership = s.get(Membership, (user.id, project_id))
+    if membership is not None:
+        return Role(membership.role)
+    return Role.OWNER if user.is_admin and s.get(Project, project_id) is not None else None
 
 
 def list_projects(db: Database, user: User) -> list[Project]:

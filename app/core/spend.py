@@ -88,6 +88,19 @@ def tasks_spent(conn: sa.Connection, task_ids: Iterable[int], day: dt.date) -> d
     return {tid: found.get(tid, (Spend(), Spend())) for tid in ids}
 
 
+def project_spent_by_task(conn: sa.Connection, project_id: int, day: dt.date) -> dict[int, tuple[Spend, Spend]]:
+    """The project's spend by task (0: people's turns): (on ``day``, in ``day``'s UTC month)."""
+    month = day.replace(day=1)
+    today = sa.func.sum(sa.case((_DAYS.c.day == day, _DAYS.c.tokens), else_=0))
+    today_cost = sa.func.sum(sa.case((_DAYS.c.day == day, _DAYS.c.cost_usd), else_=0.0))
+    rows = conn.execute(sa.select(_DAYS.c.task_id, today, today_cost, sa.func.sum(_DAYS.c.tokens),
+                                  sa.func.sum(_DAYS.c.cost_usd))
+                        .where(_DAYS.c.project_id == project_id, _DAYS.c.day >= month, _DAYS.c.day <= day)
+                        .group_by(_DAYS.c.task_id))
+    return {tid: (Spend(int(t or 0), float(c or 0.0)), Spend(int(mt or 0), float(mc or 0.0)))
+            for tid, t, c, mt, mc in rows}
+
+
 @dataclasses.dataclass(frozen=True)
 class Budget:
     """A project's daily budget (None: no limit on that count)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from sqlmodel import Session, select
@@ -43,9 +44,10 @@ class BudgetState:
 
 
 def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens: object = UNCHANGED,
-               cost_usd: object = UNCHANGED) -> BudgetState:
+               cost_usd: object = UNCHANGED, also: Callable[[Session], None] | None = None) -> BudgetState:
     """Set (a value), clear (None) or keep (UNCHANGED) each limit; values are checked by the caller
-    (``app.core.spend.tokens_value`` / ``usd_value``). Raises NotFound for an unknown project."""
+    (``app.core.spend.tokens_value`` / ``usd_value``). ``also`` runs in the same transaction when a
+    limit changes (the settings page's audit record). Raises NotFound for an unknown project."""
     now = clock.now()
     freed = 0
     changing = tokens is not UNCHANGED or cost_usd is not UNCHANGED
@@ -61,6 +63,8 @@ def set_budget(db: Database, clock: Clock, waker: Waker, project_id: int, tokens
             if cost_usd is not UNCHANGED:
                 values["daily_cost_budget_usd"] = cost_usd
             s.exec(sa.update(Project).where(Project.id == project_id).values(**values))
+            if also is not None:
+                also(s)
         project = s.get(Project, project_id, populate_existing=True)
         budget = Budget(project.daily_token_budget, project.daily_cost_budget_usd)
         spent = projects_spent(s.connection(), [project_id], utc_day(now)).get(project_id, Spend())
