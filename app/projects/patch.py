@@ -8,6 +8,7 @@ import dataclasses
 import re
 from typing import Any
 
+from app.agents.providers.acp_settings import POLICIES
 from app.core.config import PROVIDERS
 from app.core.errors import InvalidInput
 from app.core.spend import tokens_value, usd_value
@@ -108,7 +109,10 @@ def _agent(agent: dict[str, Any], change: Change) -> None:
         change.keys.append("agent.provider")
     for name, stored in _PLAIN.items():
         if name in agent:
-            change.put(f"agent.{name}", stored, _text(agent[name], f"agent.{name}"))
+            value = _text(agent[name], f"agent.{name}")
+            if name == "tool_policy" and value and value not in POLICIES:
+                raise InvalidInput("agent.tool_policy", f"must be one of {', '.join(POLICIES)}")
+            change.put(f"agent.{name}", stored, value)
     if "limits" in agent:
         limits = _object(agent["limits"], "agent.limits")
         _unknown(limits, {"history_budget_chars"}, "agent.limits.")

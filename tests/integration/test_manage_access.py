@@ -252,7 +252,9 @@ def test_revoke_access_removes_the_membership_and_the_users_grants_there(cli: Cl
     revoked = [g for g in after["grants"] if g["revoked_at"] is not None]
     assert [(g["owner_id"], g["project_id"]) for g in revoked] == [(carol, shared)]
     assert [{**g, "revoked_at": None} for g in after["grants"]] == before["grants"]
-    unchanged = set(before) - {"memberships", "grants"}
+    assert [(a["project_id"], a["actor_email"], a["action"], a["detail"]) for a in after["project_audit"]] == [
+        (shared, "admin CLI", "member.remove", '{"email": "carol@example.com"}')]  # the owners' record (SPEC §18)
+    unchanged = set(before) - {"memberships", "grants", "project_audit"}
     assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
     with pytest.raises(NotFound):  # what a tab's next read checks
         chats.get_chat(store, carol_user, world.chats["dave in shared"])

@@ -92,7 +92,7 @@ def test_admin_workflow(cli: Cli, store: Database) -> None:
         ("grant-access", "--email", "BOB@example.com", "--project", pid),
         ("seed-demo",),
     )
-    assert ok(granted) == f"bob@example.com can now use project {pid}"
+    assert ok(granted) == f"bob@example.com can now use project {pid} (as member)"
     assert [p.id for p in projects.list_projects(store, bob)] == [int(pid)]
     assert ok(seeded_again) == "demo already seeded; log in as demo@example.com / demo-password"
     assert user_count(store) == users

@@ -78,7 +78,7 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 
 @pytest.mark.parametrize("root", ["app.app", "app.api", "app.ui", "app.schedules", "app.core", "app.agents",
-                                  "app.attention", "app.manage"])
+                                  "app.attention", "app.projects", "app.manage"])
 def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) -> None:
     reached = {root} | _closure(root)
     for name in [m for m in MODULES if m.startswith(root + ".")]:
@@ -88,6 +88,7 @@ def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) 
 
 # Each room and what it may not import (docs/ARCHITECTURE.md "Rooms"): the arrows run one way,
 # agents → core, attention → core and schedules, schedules → core, scheduler → core and schedules,
+# projects → core, agents and schedules,
 # api / ui → all of them; only the composition roots reach ``app.wiring``.
 FORBIDDEN = {
     "app.core": ("app.agents", "app.attention", "app.schedules", "app.api", "app.ui", "app.wiring",
@@ -98,6 +99,7 @@ FORBIDDEN = {
     "app.attention.notify": ("app.schedules",),  # both processes run a deliverer: the core is enough
     "app.schedules": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage",
                       "app.app", "scheduler"),
+    "app.projects": ("app.attention", "app.api", "app.ui", "app.wiring", "app.manage", "app.app", "scheduler"),
     "app.api": ("app.wiring", "app.manage", "app.app", "scheduler"),
     "app.ui": ("app.wiring", "app.manage", "app.app", "scheduler"),
     "scheduler": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage", "app.app"),
