@@ -61,8 +61,9 @@ def get_audit(pid: Id, core: CoreDep, user: UserDep,
 
 
 @router.get("/{pid}/members")
-def get_members(pid: Id, core: CoreDep, user: UserDep) -> dict[str, Any]:
-    return {"members": [m.as_json() for m in members.list_members(core.db, user, pid)]}
+def get_members(pid: Id, core: CoreDep, user: UserDep) -> list[dict[str, Any]]:
+    """SPEC §18: a bare list, owners first."""
+    return [m.as_json() for m in members.list_members(core.db, user, pid)]
 
 
 @router.post("/{pid}/members", status_code=201)

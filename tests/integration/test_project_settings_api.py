@@ -75,7 +75,7 @@ def test_the_creator_is_an_owner_members_read_and_only_owners_change(world: Worl
     assert refused.status_code == 403 and error_of(refused)["code"] == "forbidden"
     assert w.client.get(f"/api/projects/{w.project}/audit", headers=w.h("bob")).status_code == 403
     assert table_contents(w.core) == before
-    members = w.client.get(members_url(w), headers=w.h("bob")).json()["members"]
+    members = w.client.get(members_url(w), headers=w.h("bob")).json()
     assert [(m["email"], m["role"]) for m in members] == [("alice@example.com", "owner"), ("bob@example.com", "member")]
 
 
