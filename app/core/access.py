@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from app.core.db import Database
-from app.core.models import Chat, Membership, Project, User, WebSession
+from app.core.models import Chat, Membership, Project, Role, User, WebSession
 
 _SESSIONS, _MEMBERS = WebSession.__table__, Membership.__table__
 _MARK = sa.select(
@@ -27,7 +27,7 @@ _MARK = sa.select(
     # a role changed (an owner made or unmade): the settings page turns editable or read-only
     sa.select(sa.func.coalesce(sa.func.sum(sa.cast(_MEMBERS.c.user_id, sa.BigInteger) * 1_000_003
                                            + _MEMBERS.c.project_id), 0))
-    .where(_MEMBERS.c.role == "owner").scalar_subquery(),
+    .where(_MEMBERS.c.role == Role.OWNER.value).scalar_subquery(),
     sa.select(sa.func.count()).select_from(User.__table__).scalar_subquery(),
     sa.select(sa.func.coalesce(sa.func.max(User.__table__.c.id), 0)).scalar_subquery(),
     sa.select(sa.func.count()).select_from(Project.__table__).scalar_subquery(),

@@ -47,6 +47,7 @@ from app.core.models import (
     LoginAttempt,
     Membership,
     Project,
+    ProjectAudit,
     Role,
     Run,
     RunStatus,
@@ -147,6 +148,7 @@ def delete_user(db: Database, email: str, workspaces: Path, chats_gone: ChatsGon
                                                                Membership.role == Role.OWNER.value)))
         _bulk(s, sa.delete(Membership).where(sa.or_(Membership.user_id == user.id, Membership.project_id.in_(sole))))
         _keep_an_owner(s, [pid for pid in owned if pid not in sole])
+        _bulk(s, sa.delete(ProjectAudit).where(ProjectAudit.project_id.in_(sole)))
         _bulk(s, sa.delete(Project).where(Project.id.in_(sole)))
         _bulk(s, sa.delete(AgentStartProblem).where(AgentStartProblem.project_key.in_(sole)))
         for project_id, heir in heirs.items():
@@ -232,7 +234,7 @@ def check_not_last_owner(s: Session, db: Database, membership: Membership, what:
     if membership.role != Role.OWNER.value:
         return
     query = select(Membership.user_id).where(Membership.project_id == membership.project_id,
-                                             Membership.role == Role.OWNER.value)
+                                             Membership.role == Role.OWNER.value).order_by(Membership.user_id)
     owners = list(s.exec(query if db.sqlite else query.with_for_update()))
     if owners == [membership.user_id]:
         raise LastOwner(f"the last owner of project {membership.project_id} cannot {what}: "

@@ -108,6 +108,8 @@ class Role(enum.StrEnum):
 
 class Membership(SQLModel, table=True):
     __tablename__ = "memberships"
+    # the access mark's owners sum reads this index alone (app.core.access)
+    __table_args__ = (sa.Index("ix_memberships_owners", "role", "user_id", "project_id"),)
     user_id: int = Field(foreign_key="users.id", primary_key=True)
     project_id: int = Field(foreign_key="projects.id", primary_key=True, index=True)
     created_at: dt.datetime = instant(nullable=False)

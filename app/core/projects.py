@@ -34,20 +34,14 @@ def create_project(db: Database, clock: Clock, workspaces: Path, name: str, owne
     return project
 
 
-def grant_access(db: Database, clock: Clock, user: User, project_id: int, role: Role | None = None) -> None:
-    """Make ``user`` a member of the project (idempotent; ``role``, when given, is set on an existing
-    membership too); raises NotFound for an unknown project. The admin CLI's ``grant-access``: the
-    browser and the API go through :mod:`app.projects.members`, which keeps the last-owner rule."""
+def grant_access(db: Database, clock: Clock, user: User, project_id: int) -> None:
+    """Make ``user`` a member of the project (idempotent); raises NotFound for an unknown project.
+    Roles change only through :mod:`app.projects.members`, which keeps the last-owner rule."""
     with db.write() as s:
         if s.get(Project, project_id) is None:
             raise NotFound(f"no project with id {project_id}")
-        membership = s.get(Membership, (user.id, project_id))
-        if membership is None:
-            s.add(Membership(user_id=user.id, project_id=project_id, created_at=clock.now(),
-                             role=(role or Role.MEMBER).value))
-        elif role is not None and membership.role != role.value:
-            membership.role = role.value
-            s.add(membership)
+        if s.get(Membership, (user.id, project_id)) is None:
+            s.add(Membership(user_id=user.id, project_id=project_id, created_at=clock.now()))
 
 
 def has_access(s: Session, user: User, project_id: int) -> bool:
@@ -58,11 +52,12 @@ def has_access(s: Session, user: User, project_id: int) -> bool:
 
 
 def role_in(s: Session, user: User, project_id: int) -> Role | None:
-    """The user's role in the project; an admin who is no member acts as an owner (SPEC §18)."""
+    """The user's role in the project; a server admin acts as an owner anywhere (SPEC §18), a
+    member of it or not."""
+    if user.is_admin:
+        return Role.OWNER if s.get(Project, project_id) is not None else None
     membership = s.get(Membership, (user.id, project_id))
-    if membership is not None:
-        return Role(membership.role)
-    return Role.OWNER if user.is_admin and s.get(Project, project_id) is not None else None
+    return Role(membership.role) if membership is not None else None
 
 
 def list_projects(db: Database, user: User) -> list[Project]:

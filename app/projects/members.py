@@ -98,6 +98,14 @@ def remove(db: Database, clock: Clock, user: User, project_id: int, user_id: int
         check_not_last_owner(s, db, membership, "be removed" if user_id != user.id else "leave")
         s.delete(membership)
         now = clock.now()
+        project = s.get(Project, project_id)
+        if project is not None and project.owner_id == user_id:  # the project's quota and notices pass on
+            heir = s.exec(select(Membership.user_id).where(Membership.project_id == project_id,
+                                                           Membership.user_id != user_id)
+                          .order_by(Membership.role != Role.OWNER.value, Membership.created_at)).first()
+            if heir is not None:
+                project.owner_id = heir
+                s.add(project)
         s.exec(sa.update(Grant).where(Grant.owner_id == user_id, Grant.project_id == project_id,
                                       Grant.revoked_at.is_(None)).values(revoked_at=now))
         audit.record(s, now, project_id, user.email, audit.MEMBER_REMOVE, {"email": target.email})

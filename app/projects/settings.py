@@ -14,6 +14,7 @@ server in an answer, an error, an audit record or a log line.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -22,12 +23,15 @@ from typing import Any
 from sqlmodel import Session, select
 
 from app.agents.cli import presets
+from app.agents.egress.policy import forbidden, parse_allow_hosts, url_rule
+from app.agents.providers.command import split_command
 from app.agents.providers.registry import ENV_PREFIX, checked_settings
 from app.core.clock import Clock
 from app.core.config import Settings
 from app.core.db import Database
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import Forbidden, InvalidInput, NotFound
 from app.core.models import Project, User
+from app.core.ports import ProviderError
 from app.core.spend import Budget, Spend, project_spent_by_task, utc_day
 from app.core.wake import Waker
 from app.projects import audit, network
@@ -145,14 +149,57 @@ def _write_agent(db: Database, clock: Clock, settings: Settings, user: User, pro
         stored = stored_settings(project)
         merged = {k: v for k, v in stored.items() if k not in patch.removed} | patch.assigned
         provider = patch.provider if patch.provider_given else project.provider
-        values = _checked(provider or settings.provider, merged)
+        effective = provider or settings.provider
+        values = _checked(effective, merged)
+        _runnable(effective, values)
         preset = values.get("agent")
-        if isinstance(preset, str) and preset and (patch.assigned.get("agent") or patch.provider_given):
+        if effective == "acp" and isinstance(preset, str) and preset and (
+                patch.assigned.get("agent") or patch.provider_given):
             _require_installed(settings, preset)
+        if not user.is_admin:
+            _no_private_literal(patch)
         project.provider = provider
         project.provider_settings = json.dumps(values, sort_keys=True)
         s.add(project)
         audit.record(s, clock.now(), project_id, user.email, audit.SETTINGS, {"keys": patch.keys})
+
+
+def _runnable(provider: str, values: Mapping[str, object]) -> None:
+    """What a turn would refuse of these settings, refused now (InvalidInput naming the field)."""
+    command = values.get("command")
+    if provider in ("command", "acp") and isinstance(command, str) and command:
+        try:
+            split_command(command)
+        except ProviderError as exc:
+            raise InvalidInput("agent.command", str(exc)) from None
+    base_url = values.get("base_url")
+    if provider == "openai" and isinstance(base_url, str) and base_url and url_rule(base_url) is None:
+        raise InvalidInput("agent.base_url", "must be an http:// or https:// URL with a host")
+
+
+def _no_private_literal(patch: Change) -> None:
+    """Only a server admin opens a loopback, private, link-local or metadata address: in
+    ``allow_hosts`` (the egress fence's one way to such an address, SPEC §12.1) or as the openai
+    provider's base URL (which the server itself connects to). Forbidden naming the field."""
+    hosts = patch.assigned.get("allow_hosts")
+    for rule in parse_allow_hosts(hosts) if isinstance(hosts, str) else ():
+        if _internal(rule.host):
+            raise Forbidden(f"network.allow_hosts: {rule.host} is a loopback, private or link-local address: "
+                            "only a server admin can allow it")
+    base_url = patch.assigned.get("base_url")
+    rule = url_rule(base_url) if isinstance(base_url, str) else None
+    if rule is not None and _internal(rule.host):
+        raise Forbidden(f"agent.base_url: {rule.host} is a loopback, private or link-local address: "
+                        "only a server admin can set it")
+
+
+def _internal(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
+        return True
+    try:
+        return forbidden(ipaddress.ip_address(host))
+    except ValueError:
+        return False
 
 
 def _require_installed(settings: Settings, name: str) -> None:
@@ -171,7 +218,7 @@ def _checked(provider: str, merged: Mapping[str, object]) -> dict[str, object]:
     try:
         return checked_settings(provider, raw)
     except InvalidInput as exc:
-        message = str(exc).removeprefix(f"{exc.field}: ")
+        message = str(exc).removeprefix(f"{exc.field}: ").removeprefix("set-provider: ")
         for key, value in raw.items():
             if SECRET.search(key) and len(value.strip()) >= 4:
                 message = message.replace(value.strip(), HIDDEN)

@@ -164,8 +164,8 @@ def test_bad_values_are_400_naming_the_field_and_change_nothing(world: World, bo
 
 def test_network_shows_the_mode_the_allowed_hosts_and_the_last_weeks_refusals(world: World) -> None:
     w = world
-    changed = patch(w, {"network": {"allow_hosts": ["api.example.test", "*.corp.example", "10.0.0.5:8080"]}})
-    assert changed.json()["network"]["allow_hosts"] == ["api.example.test", "*.corp.example", "10.0.0.5:8080"]
+    changed = patch(w, {"network": {"allow_hosts": ["api.example.test", "*.corp.example", "93.184.216.34:8080"]}})
+    assert changed.json()["network"]["allow_hosts"] == ["api.example.test", "*.corp.example", "93.184.216.34:8080"]
     now = w.clock.now()
 
     def card(host: str, port: int) -> str:
@@ -326,3 +326,49 @@ def test_deleting_the_last_owner_passes_the_project_to_a_member_who_becomes_an_o
         assert s.get(Project, w.project).owner_id == w.bob.id
         assert s.get(Membership, (w.bob.id, w.project)).role == "owner"
     assert w.client.get(settings_url(w), headers=w.h("bob")).json()["role"] == "owner"
+
+
+def test_only_a_server_admin_opens_an_internal_address_and_a_settings_turn_would_refuse_is_refused(
+        world: World) -> None:
+    w = world
+    for body, field in (({"network": {"allow_hosts": ["127.0.0.1:5432"]}}, "network.allow_hosts"),
+                        ({"network": {"allow_hosts": ["169.254.169.254"]}}, "network.allow_hosts"),
+                        ({"agent": {"provider": "openai", "base_url": "http://localhost:6379/v1", "model": "m"}},
+                         "agent.base_url")):
+        refused = patch(w, body)
+        assert refused.status_code == 403 and error_of(refused)["message"].startswith(f"{field}:"), refused.text
+    assert patch(w, {"network": {"allow_hosts": ["api.example.test:443"]}}).status_code == 200
+    for body, field in (({"agent": {"provider": "command", "command": "agent 'unclosed"}}, "agent.command"),
+                        ({"agent": {"provider": "openai", "base_url": "not a url", "model": "m"}}, "agent.base_url")):
+        refused = patch(w, body)
+        assert refused.status_code == 400 and error_of(refused)["message"].startswith(f"{field}:"), refused.text
+    root = add_user(w.core, "root@example.com", is_admin=True)
+    w.client.post(members_url(w), json={"email": "root@example.com", "role": "member"}, headers=w.h())
+    headers = bearer(auth.create_api_token(w.core.db, w.clock, root.id))
+    shown = w.client.get(settings_url(w), headers=headers).json()  # a member, and an admin: acts as an owner
+    assert (shown["role"], shown["can_edit"]) == ("admin", True)
+    opened = w.client.patch(settings_url(w), json={"network": {"allow_hosts": ["127.0.0.1:5432"]}}, headers=headers)
+    assert opened.status_code == 200 and opened.json()["network"]["allow_hosts"] == ["127.0.0.1:5432"]
+
+
+def test_a_preset_no_longer_installed_does_not_stop_a_switch_to_another_provider(world: World) -> None:
+    w = world
+    projects.set_provider(w.core.db, w.project, "acp", {"agent": "claude"})  # as an admin left it
+    switched = patch(w, {"agent": {"provider": "command", "command": "my-agent --print", "preset": None}})
+    assert switched.status_code == 200, switched.text
+    kept = patch(w, {"agent": {"provider": "openai", "base_url": "https://models.example.test/v1", "model": "m"}})
+    assert kept.status_code == 200 and kept.json()["agent"]["provider"] == "openai"
+
+
+def test_deleting_a_user_deletes_the_audit_of_the_projects_only_they_used(world: World) -> None:
+    w = world
+    assert patch(w, {"agent": {"model": "m-1"}}, who="bob").status_code == 404  # not bob's project
+    bobs = w.client.get("/api/projects", headers=w.h("bob")).json()["projects"][0]["id"]
+    assert w.client.patch(f"/api/projects/{bobs}/settings", json={"agent": {"model": "m"}},
+                          headers=w.h("bob")).status_code == 200
+    root = add_user(w.core, "root@example.com", is_admin=True)
+    headers = bearer(auth.create_api_token(w.core.db, w.clock, root.id))
+    assert w.client.delete(f"/api/admin/users/{w.bob.id}", headers=headers).status_code == 204
+    with w.core.db.read() as s:
+        assert s.get(Project, bobs) is None
+        assert s.exec(select(ProjectAudit).where(ProjectAudit.project_id == bobs)).all() == []

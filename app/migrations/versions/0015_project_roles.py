@@ -27,6 +27,12 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('role', sa.String(length=8), nullable=False, server_default='member'))
     op.execute("UPDATE memberships SET role = 'owner' WHERE EXISTS (SELECT 1 FROM projects p "
                "WHERE p.id = memberships.project_id AND p.owner_id = memberships.user_id)")
+    # a creator removed before roles existed: the project's longest-standing member becomes its owner
+    op.execute("UPDATE memberships SET role = 'owner' WHERE NOT EXISTS (SELECT 1 FROM memberships m2 "
+               "WHERE m2.project_id = memberships.project_id AND m2.role = 'owner') "
+               "AND user_id = (SELECT m3.user_id FROM memberships m3 WHERE m3.project_id = memberships.project_id "
+               "ORDER BY m3.created_at, m3.user_id LIMIT 1)")
+    op.create_index('ix_memberships_owners', 'memberships', ['role', 'user_id', 'project_id'], unique=False)
     op.create_table(
         'project_audit',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -43,6 +49,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index('ix_memberships_owners', table_name='memberships')
     op.drop_index(op.f('ix_project_audit_project_id'), table_name='project_audit')
     op.drop_table('project_audit')
     with op.batch_alter_table('memberships', schema=None) as batch_op:
