@@ -14,7 +14,7 @@ from app.core.config import load_settings
 from app.core.context import get_core
 from app.core.origins import allowed_origins
 from app.ui import guard, socket_guard
-from app.ui.pages import chat, inbox, index, login, not_found, notifications, schedules
+from app.ui.pages import admin, chat, inbox, index, login, not_found, notifications, project_settings, schedules
 from app.ui.state.login import LoginState
 
 redact.install()  # no cookie, token or password reaches this process's log (app/core/redact.py)
@@ -50,4 +50,7 @@ app.add_page(schedules.schedules_page, route="/schedules", title="All schedules 
 app.add_page(notifications.notifications_page, route="/settings/notifications", title="Notifications · chatcron",
              on_load=notifications.ON_LOAD)
 app.add_page(inbox.inbox_page, route=inbox.ROUTE, title="Inbox · chatcron", on_load=inbox.ON_LOAD)
+app.add_page(project_settings.project_settings_page, route=project_settings.ROUTE, title="Project settings · chatcron",
+             on_load=project_settings.ON_LOAD)
+app.add_page(admin.admin_page, route=admin.ROUTE, title="Admin · chatcron", on_load=admin.ON_LOAD)
 app.add_page(not_found.not_found_page, route="404", title=not_found.TITLE)  # Reflex's route for unknown URLs

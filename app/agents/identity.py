@@ -38,9 +38,9 @@ class AgentIdentity:
     def provider_words(self) -> str:
         """What the badge's tooltip adds: where the answer comes from."""
         return {"demo": "The demo agent: it echoes what you write and obeys a few directives; "
-                        "an administrator sets a real agent with set-provider.",
+                        "the project's owners choose a real agent on its settings page.",
                 "unset": "This project's agent settings are incomplete: a turn would fail. "
-                         "An administrator fixes them with set-provider."}.get(
+                         "The project's owners fix them on its settings page."}.get(
             self.kind, f"Every turn in this chat, typed or fired by a schedule, is answered by {self.label}.")
 
 

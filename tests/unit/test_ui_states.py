@@ -10,20 +10,25 @@ import importlib
 import pkgutil
 
 import app.ui.state
+from app.ui.state.admin import AdminState
+from app.ui.state.agent_test import AgentTestState
 from app.ui.state.all_schedules import AllSchedulesState
 from app.ui.state.attention import AttentionState
 from app.ui.state.chat import ChatState
 from app.ui.state.inbox_page import InboxState
 from app.ui.state.login import LoginState
+from app.ui.state.members import MembersState
 from app.ui.state.nav import NavState
 from app.ui.state.notifications import NotificationsState
 from app.ui.state.pause_form import PauseFormState
+from app.ui.state.project_settings import SettingsState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
 
-PAGE_STATES = {AllSchedulesState, AttentionState, ChatState, InboxState, LoginState, NavState, NotificationsState,
-               PauseFormState, ScheduleFormState, ScheduleState}
+PAGE_STATES = {AdminState, AgentTestState, AllSchedulesState, AttentionState, ChatState, InboxState, LoginState,
+               MembersState, NavState, NotificationsState, PauseFormState, ScheduleFormState, ScheduleState,
+               SettingsState}
 
 # Every state module loaded, as the running app loads them: the substates seen here do not depend
 # on which other tests ran first in this session (a page state missing above fails at once).

@@ -76,16 +76,27 @@ def _rename_dialog() -> rx.Component:
     )
 
 
+def _badge(**props: object) -> rx.Component:
+    return rx.badge(rx.icon("bot", size=12, flex_shrink="0"),
+                    rx.text(ChatState.agent_label, as_="span", overflow="hidden", text_overflow="ellipsis",
+                            white_space="nowrap", min_width="0"),
+                    color_scheme=rx.match(ChatState.agent_kind, ("demo", "gray"), ("unset", "red"), "indigo"),
+                    variant="soft", size="1", radius="full", **props,
+                    custom_attrs={"data-testid": "chat-agent-badge", "data-kind": ChatState.agent_kind})
+
+
 def agent_badge() -> rx.Component:
-    """`chat-agent-badge`: which agent answers in this chat (SPEC §18); its tooltip says more."""
+    """`chat-agent-badge`: which agent answers in this chat (SPEC §18); its tooltip says more. In a
+    project's chat it links the project's settings, where the agent is chosen."""
+    width = {"min_width": "min(7em, 40%)", "max_width": "min(16em, 45%)", "flex_shrink": "1"}
     return rx.tooltip(
-        rx.badge(rx.icon("bot", size=12, flex_shrink="0"),
-                 rx.text(ChatState.agent_label, as_="span", overflow="hidden", text_overflow="ellipsis",
-                         white_space="nowrap", min_width="0"),
-                 color_scheme=rx.match(ChatState.agent_kind, ("demo", "gray"), ("unset", "red"), "indigo"),
-                 variant="soft", size="1", radius="full", min_width="min(7em, 40%)", max_width="min(16em, 45%)",
-                 flex_shrink="1", tab_index=0, aria_label=ChatState.agent_about,
-                 custom_attrs={"data-testid": "chat-agent-badge", "data-kind": ChatState.agent_kind}),
+        rx.cond(
+            ChatState.settings_href != "",
+            rx.link(_badge(max_width="100%", cursor="pointer"), href=ChatState.settings_href, underline="none",
+                    aria_label=ChatState.agent_label + " — the project's agent settings", display="inline-flex",
+                    custom_attrs={"data-testid": "chat-agent-link"}, **width),
+            _badge(tab_index=0, aria_label=ChatState.agent_about, **width),
+        ),
         content=ChatState.agent_about,
     )
 

@@ -54,6 +54,10 @@ def _project(project: ProjectNode) -> rx.Component:
         rx.hstack(
             rx.text(project.name, weight="bold", size="2"),
             rx.spacer(),
+            rx.tooltip(rx.link(rx.icon("settings", size=14), href=f"/projects/{project.id}/settings",
+                               aria_label="Project settings", color_scheme="gray", class_name="cc-project-gear",
+                               custom_attrs={"data-testid": "project-settings-link"}),
+                       content="Settings"),
             rx.icon_button(rx.icon("plus", size=14), size="1", variant="ghost",
                            on_click=NavState.new_chat(project.id),
                            aria_label="New chat", title="New chat",
@@ -101,6 +105,7 @@ def sidebar() -> rx.Component:
         _loose_chats(),
         rx.spacer(),
         _nav_link("bell", "Notifications", "/settings/notifications", "nav-notifications"),
+        rx.cond(NavState.is_admin, _nav_link("shield", "Admin", "/admin", "nav-admin")),  # app/ui/pages/admin.py
         rx.button("Log out", variant="soft", size="1", on_click=AuthState.logout,
                   custom_attrs={"data-testid": "logout"}),
         id=SIDEBAR_ID, class_name="cc-sidebar", padding="1em", spacing="2",

@@ -9,6 +9,11 @@ TITLE = "Page not found · chatcron"
 
 def not_found_page() -> rx.Component:
     """No state and no on_load: it renders the same for a visitor with or without a session."""
+    return not_found_card()
+
+
+def not_found_card() -> rx.Component:
+    """The page's content; also what a page only some may see shows the others (the admin page)."""
     return rx.center(
         rx.card(
             rx.vstack(

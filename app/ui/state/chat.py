@@ -111,6 +111,7 @@ class ChatState(AuthState):
     agent_kind: str = ""  # "demo" | "agent" | "unset" (app/agents/identity.py): the empty chat's help
     agent_label: str = ""  # the header's `chat-agent-badge`: "Claude Code · claude-sonnet-4-5"
     agent_about: str = ""  # its tooltip
+    settings_href: str = ""  # the badge's link: the project's settings page ("" for a loose chat)
     messages: list[dict[str, str]] = []
     busy: bool = False
     stopping: bool = False  # a stop was asked for the running turn; it ends within a second
@@ -148,6 +149,7 @@ class ChatState(AuthState):
             return None
         self.chat_id, self.title = chat.id, chat.title
         self.project_chat, self._project_id = chat.project_id is not None, chat.project_id or 0
+        self.settings_href = f"/projects/{chat.project_id}/settings" if chat.project_id else ""
         self._show_budget(await _budget(self._project_id))
         self.schedules_skill = SCHEDULED_TASKS in chat_skills(chat)
         agent = await asyncio.to_thread(_agent_of, chat.project_id)

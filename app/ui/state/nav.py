@@ -56,6 +56,7 @@ class NavState(AuthState):
     current_chat_id: int = 0  # the open chat (its item carries aria-current="page")
     project_dialog: bool = False
     project_error: str = ""
+    is_admin: bool = False  # a server admin: the sidebar links the admin page
 
     def _open_chat_id(self) -> int:
         parts = self.router.url.path.rstrip("/").split("/")  # /chat/<cid>
@@ -70,6 +71,7 @@ class NavState(AuthState):
     async def load_nav(self):
         self.current_chat_id = self._open_chat_id()
         user = await self._user()
+        self._update(is_admin=bool(user.is_admin))
         self.tree = await asyncio.to_thread(load_tree, user)
         self.loose = await asyncio.to_thread(load_loose, user)
 
