@@ -68,7 +68,8 @@ def make_engine(url: str) -> sa.Engine:
     """Create an engine with the pragmas and pool settings this product relies on."""
     url = normalize_url(url)
     if not is_sqlite(url):
-        return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20,
+                                hide_parameters=True)  # no statement's values in a log line
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +78,7 @@ def make_engine(url: str) -> sa.Engine:
         connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
         pool_size=20,
         max_overflow=20,
+        hide_parameters=True,  # a failed statement's values (a project's secrets) never reach a log
     )
 
     @sa.event.listens_for(engine, "connect")

@@ -117,13 +117,14 @@ def _agent(old: Form, new: Form, secrets: Secrets) -> dict[str, Any]:
     env |= {name: None for name in before if name not in after}
     if env:
         agent["env"] = env
-    chosen = {name: None for name in sorted(secrets.removed)} | {k: v for k, v in secrets.typed.items() if v.strip()}
+    # a removal wins over a value typed before Remove was pressed: "removed on Save" means removed
+    chosen = {k: v for k, v in secrets.typed.items() if v.strip()} | {name: None for name in sorted(secrets.removed)}
     if chosen:
         agent["secrets"] = chosen
-    if secrets.api_key.strip():
-        agent["api_key"] = secrets.api_key
-    elif secrets.api_key_removed:
+    if secrets.api_key_removed:
         agent["api_key"] = None
+    elif secrets.api_key.strip():
+        agent["api_key"] = secrets.api_key
     return agent
 
 

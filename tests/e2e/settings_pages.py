@@ -10,9 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.conftest import DEMO_EMAIL, DEMO_PASSWORD, ROOT, api
-
-SIZES = {1280: {"width": 1280, "height": 800}, 390: {"width": 390, "height": 844}}
+from tests.e2e.conftest import DEMO_EMAIL, DEMO_PASSWORD, ROOT, SIZES, api
 
 
 def width(page: Page) -> int:

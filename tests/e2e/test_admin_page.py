@@ -7,28 +7,20 @@ CHATCRON_UPDATE_SCREENSHOTS=1."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import DEMO_EMAIL, reveal_sidebar, save_shot
-from tests.e2e.settings_pages import SIZES, log_in, no_overflow, shot_section, width
+from tests.e2e.conftest import DEMO_EMAIL, by_size, reveal_sidebar, save_shot
+from tests.e2e.settings_pages import log_in, no_overflow, shot_section, width
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def sized(request: pytest.FixtureRequest, browser: Browser, base_url: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=base_url, viewport=SIZES[getattr(request, "param", 1280)],
-                                  timezone_id="Europe/Paris")
-    page = context.new_page()
-    yield page
-    context.close()
 
 
-@pytest.mark.parametrize("sized", [1280, 390], indirect=True, ids=["1280px", "390px"])
+@by_size(1280, 390)
 def test_an_admin_sees_the_admin_page_and_others_do_not(sized: Page, server, tmp_path: Path) -> None:
     page, wide = sized, width(sized)
     log_in(page)  # the demo user is no admin: no link, and the page is not there for them

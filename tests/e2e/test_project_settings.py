@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from app.core.config import load_settings
 from app.core.context import Core
@@ -26,9 +26,8 @@ from app.core.ports import Usage
 from app.core.spend import add_spend_in
 from app.wiring import build_core
 from tests.e2e import sockets
-from tests.e2e.conftest import DEMO_EMAIL, api, reveal_sidebar, save_shot
+from tests.e2e.conftest import DEMO_EMAIL, api, by_size, reveal_sidebar, save_shot
 from tests.e2e.settings_pages import (
-    SIZES,
     fits,
     log_in,
     new_user,
@@ -43,17 +42,8 @@ pytestmark = pytest.mark.e2e
 SECRET = "sk-e2e-never-in-a-frame-7f3c9a"
 
 
-@pytest.fixture
-def sized(request: pytest.FixtureRequest, browser: Browser, base_url: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=base_url, viewport=SIZES[getattr(request, "param", 1280)],
-                                  timezone_id="Europe/Paris")
-    page = context.new_page()
-    yield page
-    context.close()
 
 
-def _by_size(*widths: int):
-    return pytest.mark.parametrize("sized", list(widths), indirect=True, ids=[f"{w}px" for w in widths])
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +67,7 @@ def _seed_network_and_spend(core: Core, project: int, chat: int) -> None:
         add_spend_in(s, now, project, 0, Usage(input_tokens=9_000, output_tokens=3_345, cost_usd=0.41))
 
 
-@_by_size(1280, 390)
+@by_size(1280, 390)
 def test_an_owner_changes_the_model_and_tool_policy_and_saves(sized: Page, server, token: str, core: Core,
                                                               tmp_path: Path) -> None:
     page, wide = sized, width(sized)
@@ -144,7 +134,7 @@ def test_an_owner_changes_the_model_and_tool_policy_and_saves(sized: Page, serve
     shot_section(page, "settings-audit", tmp_path, f"project-settings-audit-{wide}.png")
 
 
-@_by_size(1280, 390)
+@by_size(1280, 390)
 def test_a_bad_value_shows_its_error_beside_the_field_and_nothing_is_saved(sized: Page, server, token: str,
                                                                            tmp_path: Path) -> None:
     page, wide = sized, width(sized)
@@ -179,7 +169,7 @@ def test_a_bad_value_shows_its_error_beside_the_field_and_nothing_is_saved(sized
     assert (after["agent"], after["budget"]["daily_tokens"]) == (before["agent"], None)
 
 
-@_by_size(1280, 390)
+@by_size(1280, 390)
 def test_a_member_sees_the_page_read_only(sized: Page, server, token: str, tmp_path: Path) -> None:
     page, wide = sized, width(sized)
     project, _ = owned_project(server, token, "Shared")

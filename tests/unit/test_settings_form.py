@@ -163,3 +163,10 @@ def test_the_health_report_in_words() -> None:
     assert [(r.key, r.ok) for r in rows] == [("sandbox", False), ("agent_network", True), ("scheduler", False),
                                              ("database", True), ("agents", False)]
     assert rows[2].value == "not running: no heartbeat yet" and rows[4].value == "no bwrap | here"
+
+
+def test_remove_wins_over_a_value_typed_before_it() -> None:
+    form = Form()
+    typed_then_removed = Secrets(typed={"GH_TOKEN": "new-value-typed"}, removed=frozenset({"GH_TOKEN"}),
+                                 api_key="sk-typed-then-removed", api_key_removed=True)
+    assert patch_of(form, form, typed_then_removed) == {"agent": {"secrets": {"GH_TOKEN": None}, "api_key": None}}

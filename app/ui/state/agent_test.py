@@ -42,7 +42,10 @@ class AgentTestState(AuthState):
             generation, client = self._generation, self.router.session.client_token
             self.running, self.reply, self.error = True, "", ""
             path, token = self.router.url.path, self._session_token()
-        outcome = await _follow(path, token, client)
+        try:
+            outcome = await _follow(path, token, client)
+        except Exception:  # the store away, the run gone: the button must not stay disabled
+            outcome = ("", "The test could not be followed: the server could not read it. Try again.")
         async with self:
             if self._generation == generation:
                 self.running = False

@@ -299,7 +299,10 @@ class SettingsState(AuthState):
             await asyncio.sleep(WATCH_SECONDS)
             if not await access.due():
                 continue
-            user = await asyncio.to_thread(session_user, token)
+            try:
+                user = await asyncio.to_thread(session_user, token)
+            except Exception:  # the store may be briefly away: the next move or recheck asks again
+                continue
             if user is None:
                 return  # the sidebar's watcher sends the tab to the login page
             try:
