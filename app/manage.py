@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session
 
+from app import manage_exports
 from app.agents import sandbox
 from app.agents.cli import presets
 from app.agents.providers.registry import checked_settings
@@ -102,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
     p.add_argument("name", choices=sorted(presets.PRESETS))
     sub.add_parser("list-agents", help="show the installed agent presets and their versions")
+    manage_exports.add_parsers(sub)
     return parser
 
 
@@ -209,6 +211,8 @@ def execute(args: argparse.Namespace, core: Core) -> int:
         print(install_agent(core, args.name))
     elif args.command == "list-agents":
         print(list_agents(core))
+    elif args.command in manage_exports.COMMANDS:
+        manage_exports.execute(args, core)
     return 0
 
 

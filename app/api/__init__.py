@@ -13,6 +13,7 @@ from app.api import (
     all_schedules,
     approvals,
     errors,
+    exports,
     inbox,
     metrics,
     notifications,
@@ -47,6 +48,7 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     api.include_router(user.router)
     api.include_router(projects.router)  # settings, members, audit (SPEC §18)
     api.include_router(admin.router)  # the server admin's people and agents (SPEC §18)
+    api.include_router(exports.router)  # transcripts, schedules export and import (SPEC §21)
     api.include_router(schedules.router)
     api.include_router(all_schedules.router)  # GET /api/schedules, POST /api/schedules/bulk
     api.include_router(notifications.router)

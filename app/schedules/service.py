@@ -204,7 +204,7 @@ class TaskService(PauseOps):
             return s.exec(select(ScheduledTask).where(ScheduledTask.chat_id == chat_id,
                                                       ScheduledTask.idempotency_key == key)).first()
 
-    def _check_quotas(self, s: Session, project_id: int) -> None:
+    def _check_quotas(self, s: Session, project_id: int, adding: int = 1) -> None:
         """The per-project and per-user schedule limits, counted after locking the project's owner
         (app/core/quotas.py), so concurrent creations in this transaction's place wait their turn."""
         owner_id = quotas.project_owner(s, self.db, project_id)
@@ -212,7 +212,7 @@ class TaskService(PauseOps):
         if limit:
             count = s.exec(select(func.count()).select_from(ScheduledTask)
                            .where(ScheduledTask.project_id == project_id)).one()
-            if count >= limit:
+            if count + adding > limit:
                 raise QuotaExceeded(f"the project already has {count} schedules (limit {limit}, "
                                     f"{quotas.PROJECT_TASKS_SETTING}); delete some first")
         limit = self.settings.max_tasks_per_user
@@ -220,7 +220,7 @@ class TaskService(PauseOps):
             count = s.exec(select(func.count()).select_from(ScheduledTask)
                            .join(Project, Project.id == ScheduledTask.project_id)
                            .where(Project.owner_id == owner_id)).one()
-            if count >= limit:
+            if count + adding > limit:
                 raise QuotaExceeded(f"the project's owner already has {count} schedules across their projects "
                                     f"(limit {limit}, {quotas.TASKS_SETTING}); delete some first")
 

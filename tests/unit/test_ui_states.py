@@ -25,10 +25,11 @@ from app.ui.state.project_settings import SettingsState
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
+from app.ui.state.transfer import TransferState
 
 PAGE_STATES = {AdminState, AgentTestState, AllSchedulesState, AttentionState, ChatState, InboxState, LoginState,
                MembersState, NavState, NotificationsState, PauseFormState, ScheduleFormState, ScheduleState,
-               SettingsState}
+               SettingsState, TransferState}
 
 # Every state module loaded, as the running app loads them: the substates seen here do not depend
 # on which other tests ran first in this session (a page state missing above fails at once).

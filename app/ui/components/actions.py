@@ -10,6 +10,7 @@ import reflex as rx
 
 from app.core.chats import MAX_TITLE
 from app.core.text import MAX_NAME
+from app.ui.components.transfer import chat_export_menu
 from app.ui.state.chat import ChatState
 from app.ui.state.nav import NavState
 
@@ -112,6 +113,7 @@ def chat_title() -> rx.Component:
                 rx.icon_button(rx.icon("pencil", size=14), size="1", variant="ghost", aria_label="Rename chat",
                                title="Rename chat", flex_shrink="0", custom_attrs={"data-testid": "chat-rename"}),
             ),
+            chat_export_menu(),
             rx.cond(ChatState.agent_label != "", agent_badge()),
             align="center", spacing="2", min_width="6em", flex="1",
         ),

@@ -6,6 +6,7 @@ import reflex as rx
 
 from app.ui.components.schedule_dialog import schedule_dialog
 from app.ui.components.schedule_row import schedule_row
+from app.ui.components.transfer import import_dialog, schedules_transfer_buttons
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.timeline import Marker, Tick
@@ -122,6 +123,7 @@ def _drawer_header() -> rx.Component:
         ),
         rx.button(rx.icon("plus", size=15), "New", size="2", on_click=ScheduleFormState.open_new,
                   aria_label="New schedule", custom_attrs=_tid("schedules-new")),
+        schedules_transfer_buttons(),
         rx.tooltip(rx.icon_button(rx.icon("refresh-cw", size=15), variant="soft", size="2", color_scheme="gray",
                                   on_click=ScheduleState.refresh, aria_label="Refresh schedules",
                                   custom_attrs=_tid("schedules-refresh")), content="Refresh"),
@@ -194,6 +196,7 @@ def schedules_drawer() -> rx.Component:
                 _drawer_body(),
                 _confirm_delete(),
                 schedule_dialog(),
+                import_dialog(),
                 id=DRAWER_ID, class_name="cc-drawer",
                 custom_attrs=_tid("schedules-drawer", role="dialog", tabIndex="-1",
                                   **{"aria-labelledby": "cc-schedules-title"}),
