@@ -43,6 +43,8 @@ def log_in(page: Page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -
     page.get_by_test_id("login-password").fill(password)
     page.get_by_test_id("login-submit").click()
     page.wait_for_url(lambda url: "/login" not in url)
+    if "/chat/" in page.url:  # the page answers clicks once it is hydrated: its title is drawn then
+        page.get_by_test_id("chat-title").wait_for()
 
 
 def open_settings(page: Page, project: int) -> Locator:

@@ -24,6 +24,15 @@ def _download(page: Page, click) -> str:
     return Path(info.value.path()).read_text(encoding="utf-8")
 
 
+def _menu_item(page: Page, testid: str):
+    """The chat menu's item, the menu opened (once the last one has closed)."""
+    item = page.get_by_test_id(testid)
+    expect(page.get_by_role("menu")).to_have_count(0)
+    page.get_by_test_id("chat-export").click()
+    expect(item).to_be_visible()
+    return item
+
+
 @by_size(1280, 390)
 def test_the_chat_menu_downloads_the_transcript(sized: Page, server, token: str) -> None:
     page = sized
@@ -32,11 +41,9 @@ def test_the_chat_menu_downloads_the_transcript(sized: Page, server, token: str)
     log_in(page)
     page.goto(f"/chat/{chat}")
     expect(page.locator("[data-testid=event][data-type=assistant_text]").last).not_to_be_empty(timeout=TURN)
-    page.get_by_test_id("chat-export").click()
-    markdown = _download(page, page.get_by_test_id("chat-export-md").click)
+    markdown = _download(page, _menu_item(page, "chat-export-md").click)
     assert markdown.startswith("# Exported talk\n") and "hello export" in markdown and "**Agent**" in markdown
-    page.get_by_test_id("chat-export").click()
-    doc = json.loads(_download(page, page.get_by_test_id("chat-export-json").click))
+    doc = json.loads(_download(page, _menu_item(page, "chat-export-json").click))
     assert [e["type"] for e in doc["events"]][:2] == ["prompt", "run_started"]
     assert doc["events"][-1]["type"] == "run_finished" and doc["chat"]["id"] == chat
 
