@@ -21,6 +21,7 @@ from app import manage_exports
 from app.agents import sandbox
 from app.agents.cli import presets
 from app.agents.providers.registry import checked_settings
+from app.backup import cli as backup_cli
 from app.core import accounts, auth, chats, projects
 from app.core.config import PROVIDERS, ConfigError
 from app.core.context import Core
@@ -100,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="N|none", help="tokens (input + output) the project may spend per UTC day")
     p.add_argument("--daily-cost-usd", type=_limit(usd_value, "--daily-cost-usd"), default=UNCHANGED,
                    metavar="X|none", help="US dollars the project may spend per UTC day")
+    backup_cli.add_parsers(sub)
     p = sub.add_parser("install-agent", help="install an agent preset (pinned npm packages) into the data dir")
     p.add_argument("name", choices=sorted(presets.PRESETS))
     sub.add_parser("list-agents", help="show the installed agent presets and their versions")
@@ -175,6 +177,8 @@ def run(argv: Sequence[str], core: Core) -> int:
 def execute(args: argparse.Namespace, core: Core) -> int:
     if getattr(args, "project", None) is not None and not 1 <= args.project <= MAX_ID:
         raise NotFound(f"no project with id {args.project}")  # as the API: out of range is unknown
+    if args.command in backup_cli.COMMANDS:
+        return backup_cli.execute(args, core)
     if args.command == "migrate":
         upgrade(core.db)
         print("database is up to date")

@@ -8,11 +8,10 @@ import dataclasses
 import datetime as dt
 import enum
 
+from app.schedules.abandon import FORCED  # noqa: F401 (the decisions' vocabulary; one owner of the rule)
 from app.schedules.model import Overlap, TaskStatus, Trigger
 from scheduler.changes import TaskChanges
 from scheduler.changes import changes as changes_of
-
-FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ import datetime as dt
 from app.core.envelope import has_marker
 from app.core.spend import next_utc_day
 from app.core.stops import was_stopped
+from app.schedules.abandon import abandoned_changes
 from app.schedules.model import Overlap, RunOutcome, TaskStatus, Trigger
 from scheduler import window
 from scheduler.changes import TaskChanges
@@ -240,15 +241,9 @@ ABANDONED_REASON = "scheduler stopped before the run reported completion"
 
 
 def decide_abandoned(task: TaskView, trigger: Trigger) -> TaskChanges:
-    """A claim whose scheduler died: never re-fired; the task goes back to active, error or exhausted."""
-    changes: dict[str, object] = {"active_run_id": None, "last_run_status": RunOutcome.ABANDONED,
-                                  "last_error": ABANDONED_REASON}
-    if task.status != TaskStatus.ACTIVE:
-        return changes_of(changes)
-    if task.kind == "once" and trigger not in FORCED:
-        changes.update(status=TaskStatus.ERROR, next_run_at=None)
-    elif task.max_runs is not None and task.run_count >= task.max_runs:
-        changes.update(status=TaskStatus.EXHAUSTED, next_run_at=None)
-    return changes_of(changes)
+    """A claim whose scheduler died: never re-fired; the task goes back to active, error or exhausted
+    (the rule: ``app.schedules.abandon``, which a restore applies too)."""
+    return changes_of(abandoned_changes(task.status, task.kind == "once", trigger, task.max_runs, task.run_count,
+                                        ABANDONED_REASON))
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 
 from app.core.db import Database
 
@@ -55,3 +56,17 @@ def revision(db: Database, message: str) -> None:
     with db.engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.revision(cfg, message=message, autogenerate=True)
+
+
+def known_revisions() -> list[str]:
+    """Every schema revision this code knows, newest (the head) first."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return [script.revision for script in ScriptDirectory.from_config(cfg).walk_revisions()]
+
+
+def current_revision(conn: sa.Connection) -> str | None:
+    """The revision a store's schema is at (None: it has no schema yet)."""
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()

@@ -167,21 +167,31 @@ def abandon_stale_runs(db: Database, clock: Clock, lease_seconds: int) -> list[R
         return _abandon_stale(s, clock.now(), lease_seconds)
 
 
-def _abandon_stale(s: Session, now: dt.datetime, lease_seconds: int,
-                   chat_ids: list[int] | None = None) -> list[Run]:
-    cutoff = now - dt.timedelta(seconds=lease_seconds)
-    query = select(Run).where(Run.status == RunStatus.RUNNING.value, Run.heartbeat_at < cutoff)
+def abandon_running_in(s: Session, now: dt.datetime, reason: str) -> list[Run]:
+    """Inside a write transaction: every running run becomes abandoned with ``reason``, whatever its
+    heartbeat — for a store no process is running turns on (a restored one, SPEC §21)."""
+    return _abandon_stale(s, now, None, reason=reason)
+
+
+def _abandon_stale(s: Session, now: dt.datetime, lease_seconds: int | None,
+                   chat_ids: list[int] | None = None, reason: str = ABANDONED_REASON) -> list[Run]:
+    """Abandon the running runs whose heartbeat is older than the lease (every running run when
+    ``lease_seconds`` is None): the run, its transcript's error and end, its pending approvals."""
+    stale = [Run.status == RunStatus.RUNNING.value]
+    if lease_seconds is not None:
+        stale.append(Run.heartbeat_at < now - dt.timedelta(seconds=lease_seconds))
+    query = select(Run).where(*stale)
     if chat_ids is not None:
         query = query.where(Run.chat_id.in_(chat_ids))
     abandoned = []
     for run in list(s.exec(query)):
         result = s.exec(
             sa.update(Run)
-            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value, Run.heartbeat_at < cutoff)
-            .values(status=RunStatus.ABANDONED.value, error=ABANDONED_REASON, finished_at=now)
+            .where(Run.id == run.id, *stale)
+            .values(status=RunStatus.ABANDONED.value, error=reason, finished_at=now)
         )
         if result.rowcount == 1:
-            _event(s, run.chat_id, run.id, EventType.ERROR, ABANDONED_REASON, now)
+            _event(s, run.chat_id, run.id, EventType.ERROR, reason, now)
             _event(s, run.chat_id, run.id, EventType.RUN_FINISHED, RunStatus.ABANDONED.value, now)
             s.exec(sa.update(Approval)  # its process died: nobody waits for an answer any more
                    .where(Approval.run_id == run.id, Approval.state == ApprovalState.PENDING.value)

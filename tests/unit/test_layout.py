@@ -78,7 +78,7 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 
 @pytest.mark.parametrize("root", ["app.app", "app.api", "app.ui", "app.schedules", "app.core", "app.agents",
-                                  "app.attention", "app.projects", "app.manage"])
+                                  "app.attention", "app.projects", "app.backup", "app.manage"])
 def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) -> None:
     reached = {root} | _closure(root)
     for name in [m for m in MODULES if m.startswith(root + ".")]:
@@ -88,7 +88,7 @@ def test_nothing_the_web_process_loads_imports_the_scheduler_process(root: str) 
 
 # Each room and what it may not import (docs/ARCHITECTURE.md "Rooms"): the arrows run one way,
 # agents → core, attention → core and schedules, schedules → core, scheduler → core and schedules,
-# projects → core, agents and schedules,
+# projects → core, agents and schedules, backup → core, agents and schedules,
 # api / ui → all of them; only the composition roots reach ``app.wiring``.
 FORBIDDEN = {
     "app.core": ("app.agents", "app.attention", "app.schedules", "app.api", "app.ui", "app.wiring",
@@ -100,6 +100,8 @@ FORBIDDEN = {
     "app.schedules": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage",
                       "app.app", "scheduler"),
     "app.projects": ("app.attention", "app.api", "app.ui", "app.wiring", "app.manage", "app.app", "scheduler"),
+    "app.backup": ("app.attention", "app.projects", "app.api", "app.ui", "app.wiring", "app.manage", "app.app",
+                   "scheduler"),
     "app.api": ("app.wiring", "app.manage", "app.app", "scheduler"),
     "app.ui": ("app.wiring", "app.manage", "app.app", "scheduler"),
     "scheduler": ("app.agents", "app.attention", "app.api", "app.ui", "app.wiring", "app.manage", "app.app"),
@@ -121,6 +123,13 @@ def test_each_room_imports_only_what_its_arrows_allow(room: str) -> None:
         if any(_in(dep, forbidden) for forbidden in FORBIDDEN[room])
     )
     assert bad == []
+
+
+def test_only_the_admin_cli_reaches_backup_and_restore() -> None:
+    """``app/backup`` is a room of its own below nothing but ``app.manage``: no process imports it."""
+    users = sorted(name for name, deps in GRAPH.items()
+                   if not _in(name, "app.backup") and any(_in(dep, "app.backup") for dep in deps))
+    assert users == ["app.manage"]
 
 
 def test_every_composition_root_wires_the_ports() -> None:
