@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from app.core import auth
@@ -21,17 +22,26 @@ COMMANDS = ("export-chat", "export-schedules", "import-schedules")
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export-chat", help="write a chat's whole transcript as Markdown or JSON")
-    p.add_argument("--chat", required=True, type=int)
+    p.add_argument("--chat", required=True, type=_id("--chat"))
     p.add_argument("--format", choices=FORMATS, default="md")
     p.add_argument("--to", type=Path, help="a file to write (default: standard output)")
     p = sub.add_parser("export-schedules", help="write a project's schedule definitions as JSON (import-schedules)")
-    p.add_argument("--project", required=True, type=int)
+    p.add_argument("--project", required=True, type=_id("--project"))
     p.add_argument("--to", type=Path, help="a file to write (default: standard output)")
     p = sub.add_parser("import-schedules", help="create a document's schedules as drafts in a chat, for a user to arm")
-    p.add_argument("--project", required=True, type=int)
-    p.add_argument("--chat", required=True, type=int, help="a chat of the project")
+    p.add_argument("--project", required=True, type=_id("--project"))
+    p.add_argument("--chat", required=True, type=_id("--chat"), help="a chat of the project")
     p.add_argument("--owner", required=True, help="the email of the user whose drafts they are (a member)")
     p.add_argument("--from", dest="source", required=True, type=Path, help="an export-schedules document")
+
+
+def _id(flag: str) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        if not text.isdigit() or not 1 <= int(text) <= transfer.MAX_ID:
+            raise argparse.ArgumentTypeError(f"{flag} must be an id (a whole number from 1)")
+        return int(text)
+
+    return convert
 
 
 def _write(text: str, to: Path | None) -> str | None:

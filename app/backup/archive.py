@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from app.backup.errors import BackupError
+from app.backup.files import open_below, parent_below
 from app.backup.manifest import EMPTY_SHA256, MANIFEST, Entry, Kind, Manifest, name_problem, parse
 from app.core.db import first_line
 
@@ -56,13 +57,15 @@ class Writer:
         self.members: dict[str, Entry] = {}
         self._tar = tarfile.open(path, "w:gz", compresslevel=COMPRESSLEVEL, format=tarfile.PAX_FORMAT)
 
-    def add_file(self, name: str, path: Path, *, stable: bool = False) -> bool:
+    def add_file(self, name: str, path: Path, *, stable: bool = False, base: Path | None = None) -> bool:
         """Add a regular file (False: it vanished or is no longer a regular file). ``stable``: nothing
-        writes it meanwhile (the database snapshot), so it is streamed without a spool."""
+        writes it meanwhile (the database snapshot), so it is streamed without a spool. ``base``: the
+        data dir the member name is below, opened link-free part by part (:func:`open_below`)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = open_below(base, name, flags) if base is not None else os.open(path, flags)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ELOOP):  # removed, or replaced by a link, since the walk
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):  # removed, or a link, since the walk
                 return False
             raise  # PermissionError: the caller notes it as skipped
         with os.fdopen(fd, "rb") as raw:
@@ -88,22 +91,39 @@ class Writer:
         self.members[name] = Entry(Kind.FILE, size, digest.hexdigest())
         return True
 
-    def add_dir(self, name: str, path: Path) -> bool:
+    def add_dir(self, name: str, path: Path, base: Path | None = None) -> bool:
         """Add a folder (its mode and time; what it holds is added on its own). False: it vanished."""
         try:
-            st = path.stat()
-        except FileNotFoundError:
-            return False
+            if base is None:
+                st = path.stat()
+            else:
+                fd = open_below(base, name, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    st = os.fstat(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                return False
+            raise
         self._tar.addfile(self._info(name, tarfile.DIRTYPE, st))
         self.members[name] = Entry(Kind.DIR, 0, EMPTY_SHA256)
         return True
 
-    def add_symlink(self, name: str, path: Path) -> bool:
+    def add_symlink(self, name: str, path: Path, base: Path | None = None) -> bool:
         """Add a link as a link (its target as written, never followed). False: it vanished."""
         try:
-            target, st = os.readlink(path), path.lstat()
+            if base is None:
+                target, st = os.readlink(path), path.lstat()
+            else:
+                folder, last = parent_below(base, name)
+                try:
+                    target = os.readlink(last, dir_fd=folder)
+                    st = os.stat(last, dir_fd=folder, follow_symlinks=False)
+                finally:
+                    os.close(folder)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EINVAL):  # removed, or no longer a link
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ELOOP):  # removed, or no longer a link
                 return False
             raise
         info = self._info(name, tarfile.SYMTYPE, st)

@@ -33,15 +33,20 @@ class Taken:
     manifest: Manifest
 
 
-def target_path(to: Path, now: dt.datetime) -> Path:
-    """Where the archive goes: ``to`` itself, or a dated name in it when ``to`` is a folder (a nightly
-    job then needs no date arithmetic: ``chatcron-20260101T020000Z.tar.gz``)."""
-    if to.is_dir() or str(to).endswith(os.sep):
+def target_path(to: Path | str, now: dt.datetime) -> Path:
+    """Where the archive goes: ``to`` itself, or a dated name in it when ``to`` is a folder or ends
+    with a slash (a nightly job then needs no date arithmetic: ``chatcron-20260101T020000Z.tar.gz``);
+    a folder named with a slash must exist (BackupError)."""
+    folder = str(to).endswith(os.sep)
+    to = Path(to)
+    if folder and not to.is_dir():
+        raise BackupError(f"the folder {to} does not exist: create it first (nothing was written)")
+    if folder or to.is_dir():
         return to / f"chatcron-{now.astimezone(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz"
     return to
 
 
-def take(settings: Settings, db: Database, clock: Clock, to: Path, pg_dump: str | None = None) -> Taken:
+def take(settings: Settings, db: Database, clock: Clock, to: Path | str, pg_dump: str | None = None) -> Taken:
     """Write the backup at ``to`` (see :func:`target_path`); returns where and what. Raises BackupError
     (nothing written at the target) for a target that cannot be written, a store with no schema,
     a missing ``pg_dump``; OSError for a failing disk."""
@@ -87,11 +92,11 @@ def _write(settings: Settings, partial: Path, work: Path, snap: Snapshot, store:
         for found in walk:
             try:
                 if found.kind == Kind.DIR:
-                    writer.add_dir(found.name, found.path)
+                    writer.add_dir(found.name, found.path, base=settings.data_dir)
                 elif found.kind == Kind.SYMLINK:
-                    writer.add_symlink(found.name, found.path)
+                    writer.add_symlink(found.name, found.path, base=settings.data_dir)
                 else:
-                    writer.add_file(found.name, found.path)
+                    writer.add_file(found.name, found.path, base=settings.data_dir)
             except PermissionError as exc:
                 walk.skipped.append(f"{found.name} (cannot be read: {exc.strerror})")
         manifest = Manifest(chatcron_version=app.__version__, schema_revision=snap.revision, created_at=created,

@@ -8,6 +8,7 @@ the target); exit 1 when the disk or the database failed on the way (``app.manag
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description="A consistent snapshot of the database taken while the processes run, the "
                                    "data dir's workspaces and agent homes (caches left out) and manifest.json "
                                    "with a sha256 for every member. Prints the archive's path.")
-    p.add_argument("--to", required=True, type=Path, metavar="PATH",
+    p.add_argument("--to", required=True, metavar="PATH",
                    help="the archive to write (replaced only once complete); a folder: a dated name in it")
     p.add_argument("--pg-dump", metavar="PATH", help="the pg_dump to run (PostgreSQL; default: the one on PATH)")
     p = sub.add_parser("restore", help="restore a backup into an empty database and data dir (docs/BACKUP.md)",
@@ -46,6 +47,10 @@ def execute(args: argparse.Namespace, core: Core) -> int:
     except BackupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.Error as exc:  # the SQLite store could not be read (locked past the timeout, no access)
+        print(f"error: {args.command} failed: the SQLite database could not be read ({exc}); nothing was written",
+              file=sys.stderr)
+        return 1
     except OSError as exc:  # the disk failed (full, read-only, I/O error): a backup leaves nothing at PATH
         print(f"error: {args.command} failed: {exc}", file=sys.stderr)
         return 1

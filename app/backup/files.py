@@ -58,31 +58,68 @@ class Walk:
                 yield from self._below(path, (root,))
 
     def _below(self, folder: Path, parts: tuple[str, ...]) -> Iterator[Found]:
-        try:
-            with os.scandir(folder) as found:
-                entries = sorted(found, key=lambda e: e.name)
+        try:  # listed through a handle opened link-free from the root: an agent that swaps a folder
+            fd = open_below(self.data_dir, "/".join(parts), os.O_RDONLY | os.O_DIRECTORY)  # for a link
         except FileNotFoundError:  # removed while we walked (a turn's scratch): nothing to take
             return
-        except OSError as exc:
+        except OSError as exc:  # ELOOP/ENOTDIR: replaced by a link since it was seen; never followed
             self.skipped.append(f"{'/'.join(parts)}/ (cannot be listed: {exc.strerror})")
             return
+        try:
+            with os.scandir(fd) as found:
+                entries = sorted(found, key=lambda e: e.name)
+            kinds = {}
+            for entry in entries:
+                try:
+                    kinds[entry.name] = entry.stat(follow_symlinks=False).st_mode
+                except FileNotFoundError:
+                    continue
+        finally:
+            os.close(fd)
         for entry in entries:
             here = (*parts, entry.name)
             name = "/".join(here)
-            try:
-                mode = entry.stat(follow_symlinks=False).st_mode
-            except FileNotFoundError:
+            mode = kinds.get(entry.name)
+            if mode is None:
                 continue
+            path = folder / entry.name
             if stat.S_ISLNK(mode):
-                yield Found(name, Path(entry.path), Kind.SYMLINK)
+                yield Found(name, path, Kind.SYMLINK)
             elif stat.S_ISDIR(mode):
                 if not excluded(here):
-                    yield Found(name, Path(entry.path), Kind.DIR)
-                    yield from self._below(Path(entry.path), here)
+                    yield Found(name, path, Kind.DIR)
+                    yield from self._below(path, here)
             elif stat.S_ISREG(mode):
-                yield Found(name, Path(entry.path), Kind.FILE)
+                yield Found(name, path, Kind.FILE)
             else:
                 self.skipped.append(f"{name} (not a regular file, folder or link)")
+
+
+def open_below(base: Path, name: str, flags: int) -> int:
+    """A descriptor of ``base/name`` (a member name: ``workspaces/3/notes.md``) opened one part at
+    a time, each part below the root with ``O_NOFOLLOW`` relative to its parent's descriptor: no
+    link anywhere below the root is ever followed, even one put in place of a folder meanwhile
+    (ELOOP/ENOTDIR then). The root itself may be a link (a mounted volume)."""
+    parts = name.split("/")
+    fd = os.open(base / parts[0], os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[1:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        if len(parts) == 1:
+            found, fd = fd, -1
+            return found
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=fd)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def parent_below(base: Path, name: str) -> tuple[int, str]:
+    """(a descriptor of the folder holding ``name``, opened as :func:`open_below` does; its last part)."""
+    folder, _, last = name.rpartition("/")
+    return open_below(base, folder, os.O_RDONLY | os.O_DIRECTORY), last
 
 
 def sync_folder(folder: Path) -> None:

@@ -86,7 +86,8 @@ class Manifest:
                 "database": self.database.value, "database_member": self.database_member,
                 "pg_schema": self.pg_schema, "rows": dict(sorted(self.rows.items())), "skipped": list(self.skipped),
                 "members": {name: entry.to_json() for name, entry in self.members.items()}}
-        return (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode()
+        # ASCII: a file name that is not UTF-8 (kept by Python as surrogates) round-trips as \\udcXX
+        return (json.dumps(body, indent=1, ensure_ascii=True) + "\n").encode()
 
 
 def name_problem(name: str, store: Store | None = None) -> str | None:
@@ -180,9 +181,28 @@ def differences(listed: Mapping[str, Entry], seen: Mapping[str, Entry]) -> list[
     return found
 
 
+def shape_problems(manifest: Manifest, seen: Mapping[str, Entry]) -> list[str]:
+    """What no backup of ours holds, whatever its checksums say: a root that is not a folder, a
+    database member that is not a regular file, or a member below a link (a restore writing it
+    would go through the link, out of the data dir)."""
+    found = []
+    for root in ROOTS:
+        if root in seen and seen[root].kind != Kind.DIR:
+            found.append(f"{root} is not a folder")
+    database = seen.get(manifest.database_member)
+    if database is not None and database.kind != Kind.FILE:
+        found.append(f"{manifest.database_member} is not a regular file")
+    links = {name for name, entry in seen.items() if entry.kind == Kind.SYMLINK}
+    for name in sorted(seen):
+        parts = name.split("/")
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            found.append(f"{name} is below a link")
+    return found
+
+
 def verify(manifest: Manifest, seen: Mapping[str, Entry]) -> None:
     """Raise BackupError unless every member matches the manifest (the sentence names the first few)."""
-    found = differences(manifest.members, seen)
+    found = shape_problems(manifest, seen) + differences(manifest.members, seen)
     if found:
         more = f" (and {len(found) - SHOWN} more)" if len(found) > SHOWN else ""
         raise BackupError(f"the archive does not match its manifest: {'; '.join(found[:SHOWN])}{more}; "

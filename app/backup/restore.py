@@ -23,7 +23,7 @@ from app.backup.manifest import ROOTS, Manifest, Store, name_problem, verify
 from app.backup.settle import Settled, settle
 from app.core.clock import Clock
 from app.core.config import Settings
-from app.core.db import Database
+from app.core.db import Database, first_line
 from app.core.migrate import known_revisions
 
 
@@ -76,11 +76,22 @@ def restore(settings: Settings, db: Database, clock: Clock, source: Path, pg_res
             sqlite.install(staged, db.url)
         else:
             postgres.load(db, staged, manifest.pg_schema or "public", tool, staging)
-        _move_roots(settings, staging)
+        try:
+            _move_roots(settings, staging)
+        except OSError as exc:
+            raise _half(f"its folders could not be put in place ({exc})") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    settled = settle(db, clock.now(), migrate=manifest.schema_revision != revisions[0])
+    try:
+        settled = settle(db, clock.now(), migrate=manifest.schema_revision != revisions[0])
+    except Exception as exc:
+        raise _half(f"it could not be settled or migrated ({first_line(exc)})") from exc
     return Restored(manifest, settled, revisions[0])
+
+
+def _half(why: str) -> BackupError:
+    return BackupError(f"the database was restored but {why}: the target is half-restored; empty the database and "
+                       "the data dir, then restore again")
 
 
 def _must_be_empty(settings: Settings, db: Database) -> None:

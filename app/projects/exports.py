@@ -53,7 +53,9 @@ def _chat(db: Database, user: User | None, chat_id: int) -> tuple[Chat, str | No
 
 
 def filename(chat: Chat, fmt: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in chat.title.lower()).strip("-")[:60] or "chat"
+    # ASCII only: the name goes into a header (Latin-1), and every file system takes it
+    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "-" for c in chat.title.lower())
+    safe = "-".join(part for part in safe.split("-") if part)[:60] or "chat"
     return f"chat-{chat.id}-{safe}.{fmt}"
 
 
@@ -91,7 +93,7 @@ def _when(at: dt.datetime | None) -> str:
 
 
 def _tool_line(call: dict[str, Any]) -> str:
-    title = str(call.get("title") or call.get("kind") or "tool").replace("\n", " ")
+    title = str(call.get("title") or call.get("kind") or "tool").replace("\n", " ").replace("`", "'")
     status = str(call.get("status") or "")
     return f"- Tool `{title}`" + (f" — {status}" if status else "")
 
@@ -131,9 +133,11 @@ def _markdown(chat: Chat, project: str | None, events: Iterator[Event], now: dt.
             _tool(out, tools, event.text)
             speaking = None
         elif kind == EventType.PLAN.value:
-            out += ["*Plan updated.*", ""]
+            out += [*_gap(out), "*Plan updated.*", ""]
+            speaking = None
         elif kind == EventType.STATUS.value:
-            out += [f"*{event.text}*", ""]
+            out += [*_gap(out), f"*{event.text}*", ""]
+            speaking = None
         elif kind == EventType.ERROR.value:
             out += [*_gap(out), f"**Error:** {event.text}", ""]
             speaking = None

@@ -12,6 +12,7 @@ for a user to arm it, as an agent's proposal does (SPEC §6), so nothing fires b
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 from sqlmodel import select
@@ -24,6 +25,8 @@ from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
 from app.schedules.service import EDITABLE, Actor, TaskService
 
 VERSION = 1
+MAX_ID = 2_147_483_647  # ids are 32-bit integers in both databases
+FINISHED = (TaskStatus.COMPLETED.value, TaskStatus.EXHAUSTED.value)
 MAX_SCHEDULES = 1000  # definitions in one import
 
 
@@ -48,7 +51,23 @@ def export_project(tasks: TaskService, user: User | None, project_id: int) -> di
                            .order_by(ScheduledTask.id)))
         if user is None and s.get(Project, project_id) is None:
             raise NotFound(f"no project with id {project_id}")
-    return {"version": VERSION, "schedules": [definition(t) for t in rows]}
+    now = tasks.clock.now()
+    return {"version": VERSION, "schedules": [definition(t) for t in rows if not finished(t, now)]}
+
+
+def finished(task: ScheduledTask, now: Any) -> bool:
+    """A task with nothing left to fire — completed, exhausted, a once task whose instant passed, a
+    window that ended — is history, not a definition to copy: an export leaves it out (an import
+    would refuse its past instant)."""
+    schedule = task.schedule_dict()
+    if task.status in FINISHED or (task.ends_at is not None and task.ends_at <= now):
+        return True
+    if schedule.get("kind") == "once":
+        try:
+            return dt.datetime.fromisoformat(str(schedule.get("at")).replace("Z", "+00:00")) <= now
+        except ValueError:
+            return False
+    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +82,7 @@ class Imported:
 def _checked_document(body: object) -> list[dict[str, Any]]:
     if not isinstance(body, dict):
         raise InvalidInput("body", "must be an object {\"version\": 1, \"schedules\": [...], \"chat_id\": N}")
-    if body.get("version") != VERSION:
+    if type(body.get("version")) is not int or body.get("version") != VERSION:
         raise InvalidInput("version", f"must be {VERSION} (this server reads version {VERSION} documents)")
     items = body.get("schedules")
     if not isinstance(items, list):
@@ -78,7 +97,7 @@ def import_drafts(tasks: TaskService, user: User, project_id: int, body: object)
     project the user can see), all or nothing; InvalidInput naming ``schedules[i].field``."""
     items = _checked_document(body)
     chat_id = body.get("chat_id")  # type: ignore[union-attr]
-    if isinstance(chat_id, bool) or not isinstance(chat_id, int):
+    if type(chat_id) is not int or not 1 <= chat_id <= MAX_ID:
         raise InvalidInput("chat_id", "must be the id of a chat of this project")
     get_project(tasks.db, user, project_id)
     chat = tasks._chat_for(Actor(user), chat_id)

@@ -147,6 +147,7 @@ BAD: list[tuple[Any, str]] = [  # (an import body, the field its 400 names)
     ({"version": 1, "schedules": [{**DEFINITIONS[0], "name": ""}]}, "schedules[0].name"),
     ({"version": 1, "schedules": [{**DEFINITIONS[0], "max_tokens_per_fire": -1}]}, "schedules[0].max_tokens_per_fire"),
     ([1, 2], "body"),
+    ({"version": True, "schedules": []}, "version"),
 ]
 
 
@@ -165,7 +166,7 @@ def test_a_bad_import_is_400_naming_the_index_and_field_and_creates_nothing(worl
 def test_an_import_into_a_chat_of_another_project_or_a_loose_chat_is_refused(world: World) -> None:
     w = world
     doc = {"version": 1, "schedules": [DEFINITIONS[0]]}
-    for chat_id in (w.loose, "7"):
+    for chat_id in (w.loose, "7", 2**63, 0, True):
         refused = w.client.post(f"/api/projects/{w.project}/schedules/import", json={**doc, "chat_id": chat_id},
                                 headers=w.h())
         assert refused.status_code == 400 and error_of(refused)["message"].startswith("chat_id:"), refused.text
@@ -200,3 +201,22 @@ def test_the_admin_cli_exports_and_imports(cli: Cli, store: Database, tmp_path) 
     with store.read() as s:
         [copy] = s.exec(select(ScheduledTask).where(ScheduledTask.chat_id == target)).all()
     assert (copy.name, copy.status, json.loads(copy.schedule)["cron"]) == ("Nightly", "draft", "0 9 * * 1-5")
+
+
+def test_finished_tasks_stay_out_of_an_export_and_titles_of_any_script_download(world: World) -> None:
+    w = world
+    once = body(name="Once", schedule={"kind": "once", "at": "2026-01-05T10:00:00Z"})
+    ended = body(name="Ended", ends_at="2026-01-06T00:00:00Z")
+    for definition in (once, ended, DEFINITIONS[0]):
+        assert w.client.post(f"/api/chats/{w.chat}/schedules", json=definition, headers=w.h()).status_code == 201
+    w.clock.advance(2 * 86400)  # the once task's instant and the window's end have passed
+    doc = w.client.get(f"/api/projects/{w.project}/schedules/export", headers=w.h()).json()
+    assert [d["name"] for d in doc["schedules"]] == ["Standup"]  # importable as it is
+    assert w.client.post(f"/api/projects/{w.project}/schedules/import", json={**doc, "chat_id": w.other_chat},
+                         headers=w.h()).status_code == 201
+    renamed = w.client.patch(f"/api/chats/{w.chat}", json={"title": "Отчёт 会议 `notes`"}, headers=w.h())
+    assert renamed.status_code == 200
+    response = w.client.get(f"/api/chats/{w.chat}/export?format=md", headers=w.h())
+    assert response.status_code == 200 and f'filename="chat-{w.chat}-notes.md"' in response.headers[
+        "content-disposition"]
+    assert response.text.startswith("# Отчёт 会议 `notes`\n")

@@ -190,3 +190,40 @@ def test_the_postgresql_tools_are_found_on_path_in_debians_folders_or_named(tmp_
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(postgres, "_DEBIAN", str(tmp_path / "pg*" / "bin" / "{tool}"))
     assert postgres.find_tool("pg_restore", None, "--pg-restore") == str(elsewhere / "pg_restore")
+
+
+def test_a_folder_swapped_for_a_link_during_the_backup_is_never_followed(tmp_path: Path) -> None:
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    (data / "workspaces" / "1" / "sub").mkdir(parents=True)
+    (data / "workspaces" / "1" / "sub" / "notes.md").write_text("mine")
+    outside.mkdir()
+    (outside / "notes.md").write_text("the host's secret")
+    (outside / "deeper").mkdir()
+    walking = Walk(data)
+    walk = iter(walking)
+    seen = [next(walk) for _ in range(3)]  # workspaces, workspaces/1, workspaces/1/sub: about to go below
+    assert [f.name for f in seen] == ["workspaces", "workspaces/1", "workspaces/1/sub"]
+    sub = data / "workspaces" / "1" / "sub"
+    (sub / "notes.md").unlink()
+    sub.rmdir()
+    sub.symlink_to(outside)  # an agent swaps the folder for a link to the host's files
+    rest = list(walk)
+    assert all(not f.name.startswith("workspaces/1/sub/") for f in rest), rest
+    assert [s for s in walking.skipped if s.startswith("workspaces/1/sub/ (cannot be listed")], walking.skipped
+    out = tmp_path / "out.tar.gz"
+    writer = archive.Writer(out, tmp_path)
+    assert writer.add_file("workspaces/1/sub/notes.md", sub / "notes.md", base=data) is False
+    assert writer.add_dir("workspaces/1/sub/deeper", sub / "deeper", base=data) is False
+    writer.close()
+    assert "workspaces/1/sub/notes.md" not in writer.members
+
+
+def test_a_target_with_a_slash_is_a_folder_that_must_exist(tmp_path: Path) -> None:
+    from app.backup.backup import target_path
+
+    when = dt.datetime(2026, 12, 4, 2, 0, tzinfo=dt.UTC)
+    assert target_path(f"{tmp_path}/", when) == tmp_path / "chatcron-20261204T020000Z.tar.gz"
+    assert target_path(tmp_path, when) == tmp_path / "chatcron-20261204T020000Z.tar.gz"
+    assert target_path(f"{tmp_path}/one.tar.gz", when) == tmp_path / "one.tar.gz"
+    with pytest.raises(BackupError, match="does not exist"):
+        target_path(f"{tmp_path}/missing/", when)

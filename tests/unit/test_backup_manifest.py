@@ -21,6 +21,7 @@ from app.backup.manifest import (
     differences,
     name_problem,
     parse,
+    shape_problems,
     verify,
 )
 from app.schedules.abandon import abandoned_changes
@@ -158,3 +159,18 @@ def test_an_abandoned_fire_is_never_refired(status: str, once: bool, trigger: Tr
     assert changes["last_error"] == "abandoned: running when the backup was taken"
     assert changes.get("status") == after
     assert ("next_run_at" in changes) is (after is not None) and changes.get("next_run_at") is None
+
+
+def test_a_crafted_archive_with_members_below_a_link_or_roots_of_another_kind_is_refused() -> None:
+    members = {"workspaces": Entry(Kind.DIR, 0, EMPTY_SHA256), "workspaces/l": Entry(Kind.SYMLINK, 0, A),
+               "workspaces/l/pwned": Entry(Kind.SYMLINK, 0, B), "agent-homes": Entry(Kind.SYMLINK, 0, A),
+               "database/chatcron.sqlite3": Entry(Kind.SYMLINK, 0, B)}
+    crafted = manifest(members=members)
+    assert shape_problems(crafted, members) == ["agent-homes is not a folder",
+                                                "database/chatcron.sqlite3 is not a regular file",
+                                                "workspaces/l/pwned is below a link"]
+    with pytest.raises(BackupError, match="is below a link"):
+        verify(crafted, members)  # the checksums all match: the shape alone refuses it
+    name = "caf\udce9.md"  # a file name that is not UTF-8, as Python keeps it
+    kept = manifest(members={**manifest().members, f"workspaces/1/{name}": Entry(Kind.FILE, 1, A)})
+    assert f"workspaces/1/{name}" in parse(kept.to_json()).members
