@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.rig import TEST_AGENTS_DIR
+from tests.agents.anthropic_server import AnthropicServer
+from tests.agents.rig import TEST_AGENTS_DIR, agents_dir
 from tests.conftest import open_tmp
 from tests.isolation import free_port, web_dir
 
@@ -172,6 +173,16 @@ def api(server: Server, token: str, method: str, path: str, body: dict | None = 
 
 
 SIZES = {1280: {"width": 1280, "height": 800}, 390: {"width": 390, "height": 844}}
+
+
+@pytest.fixture
+def model() -> Iterator[AnthropicServer]:
+    """The scripted Anthropic model server for a test that runs the served ``claude`` preset (the
+    suite's installed CLIs, where the served process looks: CHATCRON_AGENTS_DIR)."""
+    agents_dir()
+    server = AnthropicServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture

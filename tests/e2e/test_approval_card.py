@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.agents.anthropic_server import AnthropicServer, bash, text
-from tests.agents.rig import agents_dir, loopback_entry
+from tests.agents.rig import loopback_entry
 from tests.e2e.conftest import DEMO_EMAIL, ROOT, api, login
 
 pytestmark = pytest.mark.e2e
@@ -26,12 +25,6 @@ AGENT = 180_000  # ms: a cold Claude Code on a loaded 2-core machine takes secon
 REPLY = "Created approved-in-tab.txt."
 
 
-@pytest.fixture
-def model() -> Iterator[AnthropicServer]:
-    agents_dir()  # installed where the served process looks (CHATCRON_AGENTS_DIR)
-    server = AnthropicServer()
-    yield server
-    server.close()
 
 
 def _shot(page: Page, tmp_path: Path, name: str) -> None:

@@ -11,13 +11,10 @@ test_project_settings.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.agents.anthropic_server import AnthropicServer, text
-from tests.agents.rig import agents_dir, loopback_entry
+from tests.agents.rig import loopback_entry
 from tests.e2e.conftest import api
 from tests.e2e.settings_pages import log_in, open_settings, owned_project
 
@@ -26,12 +23,6 @@ TESTED = "Claude is here and answering."
 REPLY = "The standup is at ten."
 
 
-@pytest.fixture
-def model() -> Iterator[AnthropicServer]:
-    agents_dir()  # installed where the served process looks (CHATCRON_AGENTS_DIR)
-    server = AnthropicServer()
-    yield server
-    server.close()
 
 
 def test_an_owner_switches_to_claude_and_a_turn_answers_through_it(page: Page, server, token: str,
