@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import json
 import logging
-import re
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +29,7 @@ from app.core.errors import AlreadyExists, ChatcronError, InvalidInput, NotFound
 from app.core.migrate import upgrade
 from app.core.models import Project, Role
 from app.core.ports import ProviderError
+from app.core.redact import HIDDEN, SECRET_NAME, hide_setting_values
 from app.core.spend import tokens_value, usd_value
 from app.core.wake import DatabaseWaker
 from app.projects import audit, members
@@ -44,8 +44,6 @@ DEMO_PASSWORD = "demo-password"
 # unfenced, on the server's uid or on the host's network); to the others (users, projects, settings,
 # migrations, `--help`) it says nothing, and the web and scheduler processes log it when they start.
 AGENT_COMMANDS = frozenset({"install-agent", "list-agents"})
-SECRET = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)  # a setting whose value no output shows
-HIDDEN = "[secret, not shown]"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -277,7 +275,7 @@ def change_settings(core: Core, project_id: int, provider: str | None, assign: d
         values = _checked(current, merged)
         project.provider_settings = json.dumps(values, sort_keys=True)
         s.add(project)
-    changed = [f"{key}={HIDDEN if SECRET.search(key) else shlex.quote(str(values[key]))}" for key in assign]
+    changed = [f"{key}={HIDDEN if SECRET_NAME.search(key) else shlex.quote(str(values[key]))}" for key in assign]
     kept = sorted(values.keys() - assign.keys())
     return "; ".join([f"project {project_id} keeps the {current} provider",
                       *([f"set {', '.join(changed)}"] if changed else []),
@@ -313,17 +311,14 @@ def _checked(provider: str, merged: dict[str, str]) -> dict[str, object]:
         return checked_settings(provider, merged)
     except (InvalidInput, ProviderError) as exc:
         field = getattr(exc, "field", "--set")
-        message = str(exc).removeprefix(f"{field}: ")
-        for key, value in merged.items():
-            if SECRET.search(key) and len(value.strip()) >= 4:  # shorter: would garble the sentence
-                message = message.replace(value.strip(), HIDDEN)
+        message = hide_setting_values(str(exc).removeprefix(f"{field}: "), merged, HIDDEN)
         raise InvalidInput(field.replace("--setting", "--set", 1), message) from None
 
 
 def _setting(option: str, item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key.strip():
-        shown = "an item that names a secret" if SECRET.search(item) else repr(item)
+        shown = "an item that names a secret" if SECRET_NAME.search(item) else repr(item)
         raise InvalidInput(option, f"{shown} is not KEY=VALUE")
     return key.strip(), value
 

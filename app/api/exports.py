@@ -14,7 +14,6 @@ from app.core.models import User
 from app.core.wake import DatabaseWaker
 from app.projects.exports import MEDIA, export_chat
 from app.schedules import transfer
-from app.schedules.model import ScheduledTask
 from app.schedules.service import TaskService
 
 router = APIRouter(prefix="/api")
@@ -39,8 +38,5 @@ def get_schedules_export(pid: Id, core: CoreDep, user: UserDep) -> dict[str, Any
 
 @router.post("/projects/{pid}/schedules/import", status_code=201)
 def post_schedules_import(pid: Id, core: CoreDep, user: UserDep, body: Annotated[Any, Body()] = None) -> dict[str, Any]:
-    tasks = _tasks(core)
-    done = transfer.import_drafts(tasks, user, pid, body)
-    with core.db.read() as s:
-        rows = [s.get(ScheduledTask, tid) for tid in done.task_ids]
-    return done.as_json([task_json(t) for t in rows])
+    done = transfer.import_drafts(_tasks(core), user, pid, body)
+    return {"chat_id": done.chat_id, "created": len(done.tasks), "schedules": [task_json(t) for t in done.tasks]}

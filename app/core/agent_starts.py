@@ -41,7 +41,7 @@ from app.core.db import Database
 from app.core.errors import AgentUnavailable
 from app.core.models import Chat, Membership, Project, Run, RunStatus, User, instant
 from app.core.ports import AgentStartError, Provider, ProviderError, ProviderFactory
-from app.core.redact import MARK
+from app.core.redact import hide_setting_values
 
 log = logging.getLogger("chatcron.agents")
 
@@ -124,9 +124,6 @@ def fail(db: Database, now: dt.datetime, default_provider: str, chat_id: int, pr
     return AgentUnavailable()
 
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
 def without_secrets(text: str, project: Project | None) -> str:
     """``text`` with the values of the project's secret settings (``api_key``, ``env.*_KEY``, …)
     replaced by the redaction mark."""
@@ -134,10 +131,7 @@ def without_secrets(text: str, project: Project | None) -> str:
         settings = json.loads(project.provider_settings or "{}") if project is not None else {}
     except ValueError:
         settings = {}
-    for name, value in (settings.items() if isinstance(settings, dict) else ()):
-        if SECRET_NAME.search(name) and isinstance(value, str) and len(value) >= 4:
-            text = text.replace(value, MARK)
-    return text
+    return hide_setting_values(text, settings) if isinstance(settings, dict) else text
 
 
 def one_line(text: str) -> str:

@@ -12,10 +12,15 @@ from __future__ import annotations
 import logging
 import re
 import traceback
+from collections.abc import Mapping
 
 MAX_CHARS = 2000
 MAX_TRACEBACK_CHARS = 8000  # a traceback keeps its start and its end (where the error is)
 MARK = "[redacted]"
+# A setting whose name says it holds a secret (``api_key``, ``env.GH_TOKEN``…): its value is shown
+# by no answer, page, message or log line (SPEC §18).
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+HIDDEN = "[secret, not shown]"  # what a person reads where a secret setting's value would be
 _SECRETS = re.compile(
     r"""(?ix)
     (chatcron_\w+['"]?\s*[=:]\s*['"]?)[^;,\s'"&]+                # our cookies, in a header or a dict
@@ -72,3 +77,12 @@ def install() -> None:
 
     factory._chatcron_redacting = True  # type: ignore[attr-defined]
     logging.setLogRecordFactory(factory)
+
+
+def hide_setting_values(text: str, settings: Mapping[str, object], mark: str = MARK) -> str:
+    """``text`` with the value of every secret setting in ``settings`` replaced by ``mark`` (values
+    shorter than 4 characters are left: replacing them would garble the sentence, not hide much)."""
+    for name, value in settings.items():
+        if SECRET_NAME.search(name) and isinstance(value, str) and len(value.strip()) >= 4:
+            text = text.replace(value.strip(), mark)
+    return text

@@ -11,9 +11,10 @@ from typing import Any
 from app.agents.providers.acp_settings import POLICIES
 from app.core.config import PROVIDERS
 from app.core.errors import InvalidInput
+from app.core.redact import SECRET_NAME
 from app.core.spend import tokens_value, usd_value
 
-SECRET = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+SECRET = SECRET_NAME  # a secret setting's name (app.core.redact)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN = {"preset": "agent", "command": "command", "base_url": "base_url", "model": "model",
           "tool_policy": "tool_policy"}

@@ -32,6 +32,7 @@ from app.core.db import Database
 from app.core.errors import Forbidden, InvalidInput, NotFound
 from app.core.models import Project, User
 from app.core.ports import ProviderError
+from app.core.redact import HIDDEN, hide_setting_values
 from app.core.spend import Budget, Spend, project_spent_by_task, utc_day
 from app.core.wake import Waker
 from app.projects import audit, network
@@ -40,7 +41,6 @@ from app.projects.roles import require_owner, shown_role
 from app.schedules.budgets import UNCHANGED, set_budget
 from app.schedules.model import ScheduledTask
 
-HIDDEN = "[secret, not shown]"
 # the agent's plain settings: the API's name → the stored key
 PLAIN = {"preset": "agent", "command": "command", "base_url": "base_url", "model": "model",
          "tool_policy": "tool_policy"}
@@ -116,8 +116,7 @@ def _budget(s: Session, project: Project, now: dt.datetime) -> dict[str, Any]:
              for tid, (t, m) in sorted(by_task.items(), key=lambda item: (-item[1][1].tokens, item[0]))]
     limit = Budget(project.daily_token_budget, project.daily_cost_budget_usd)
     return {"daily_tokens": limit.tokens, "daily_cost_usd": limit.cost_usd, "today": today.as_json(),
-            "month": month.as_json(), "spent": limit.spent_by(today) is not None if limit.tokens or limit.cost_usd
-            else False, "tasks": tasks}
+            "month": month.as_json(), "spent": limit.spent_by(today) is not None, "tasks": tasks}
 
 
 def change(db: Database, clock: Clock, settings: Settings, waker: Waker, user: User, project_id: int,
@@ -218,10 +217,8 @@ def _checked(provider: str, merged: Mapping[str, object]) -> dict[str, object]:
     try:
         return checked_settings(provider, raw)
     except InvalidInput as exc:
-        message = str(exc).removeprefix(f"{exc.field}: ").removeprefix("set-provider: ")
-        for key, value in raw.items():
-            if SECRET.search(key) and len(value.strip()) >= 4:
-                message = message.replace(value.strip(), HIDDEN)
+        message = hide_setting_values(str(exc).removeprefix(f"{exc.field}: ").removeprefix("set-provider: "), raw,
+                                      HIDDEN)
         raise InvalidInput(api_field(exc.field, message), message) from None
 
 

@@ -73,10 +73,11 @@ def finished(task: ScheduledTask, now: Any) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Imported:
     chat_id: int
-    task_ids: tuple[int, ...]
+    tasks: tuple[ScheduledTask, ...]  # the drafts, as written
 
-    def as_json(self, tasks: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"chat_id": self.chat_id, "created": len(self.task_ids), "schedules": tasks}
+    @property
+    def task_ids(self) -> tuple[int, ...]:
+        return tuple(task.id for task in self.tasks)
 
 
 def _checked_document(body: object) -> list[dict[str, Any]]:
@@ -127,5 +128,4 @@ def import_drafts(tasks: TaskService, user: User, project_id: int, body: object)
             tasks._check_quotas(s, project_id, adding=len(rows))
         s.add_all(rows)
         s.flush()
-        ids = tuple(row.id for row in rows)
-    return Imported(chat_id, ids)
+    return Imported(chat_id, tuple(rows))

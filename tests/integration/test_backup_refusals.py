@@ -107,10 +107,9 @@ def test_bad_archives_and_non_empty_targets_are_refused_and_change_nothing(cli: 
         assert (target.data_dir / "workspaces" / "1" / "notes.md").read_text() == "what the agent wrote\n"
 
 
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # a PostgreSQL rule: no SQLite variant
 def test_postgresql_refuses_a_borrowed_schema_name_and_a_sqlite_backup(cli: Cli, data_root: Path,
                                                                      tmp_path: Path) -> None:
-    if cli.url.startswith("sqlite"):
-        pytest.skip("a PostgreSQL rule: the dump's schema name is borrowed during the load")
     path = _backup(cli, tmp_path / "good.tar.gz")
     schema = manifest_of(path)["pg_schema"]
     base = cli.url.split("?", 1)[0]
