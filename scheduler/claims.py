@@ -20,7 +20,8 @@ from app.core import attention_events as attention
 from app.core import envelope
 from app.core.db import Database
 from app.core.models import Chat, Run
-from app.schedules.model import RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, Trigger
+from app.schedules import fire_queue, fire_rules
+from app.schedules.model import Overlap, RunOutcome, ScheduledTask, SchedulerInstance, TaskRun, Trigger
 from app.schedules.spec import ScheduleKind
 from app.schedules.waiting import WAITING, settle_waiting
 from scheduler import decisions as d
@@ -81,6 +82,7 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
             TaskRun.status == RunOutcome.RUNNING.value)).one()
         auth = directory.check_many([(task.chat_id, task.project_id, task.owner) for task in tasks])
         records = _records(s, tasks, now)
+        in_line = _in_line(s, tasks)
         budgets = ProjectBudgets.read(s, db.sqlite, tasks, now)
         claimed: list[tuple[ScheduledTask, d.Claim, TaskRun]] = []
         for task in tasks:
@@ -88,7 +90,7 @@ def _claim_batch(db: Database, now: dt.datetime, task_ids: list[int], instance: 
             for _ in range(3):  # a miss, an end or a resume may leave an occurrence due at once
                 facts = d.Facts(chat_busy=task.chat_id in busy, in_flight=in_flight, auth=verdict,
                                 auth_reason=reason, budget_spent=budgets.spent(task),
-                                budget_wait=budgets.must_wait(task))
+                                budget_wait=budgets.must_wait(task), in_line=in_line.get(task.id, 0))
                 decision = d.decide_claim(task_view(task), now, facts, limits, next_after_fn(task))
                 row = _decided(s, task, decision, now, instance, records)
                 if decision.action not in AGAIN:
@@ -114,6 +116,15 @@ def _records(s: Session, tasks: list[ScheduledTask], now: dt.datetime) -> dict[t
     rows = s.exec(select(TaskRun).where(TaskRun.task_id.in_({w[0] for w in wanted}),
                                         TaskRun.occurrence_at.in_({w[1] for w in wanted})))
     return {key: row for row in rows if (key := (row.task_id, row.occurrence_at)) in wanted}
+
+
+def _in_line(s: Session, tasks: list[ScheduledTask]) -> dict[int, int]:
+    """How many fires wait in line (queued records) per task, for the tasks that may queue them."""
+    ids = [task.id for task in tasks if task.overlap == Overlap.QUEUE_ALL.value]
+    if not ids:
+        return {}
+    return dict(s.exec(select(TaskRun.task_id, func.count()).where(
+        TaskRun.task_id.in_(ids), TaskRun.status == RunOutcome.QUEUED.value).group_by(TaskRun.task_id)).all())
 
 
 def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
@@ -152,9 +163,11 @@ def _decided(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetim
     elif decision.action == d.Action.SKIP:
         if key not in records:
             records[key] = rec.new_record(task, due, RunOutcome.SKIPPED, now, instance,
-                                          "the chat was busy (overlap=skip)")
+                                          decision.note or "the chat was busy (overlap=skip)")
             s.add(records[key])
         rec.apply(s, task, decision.changes.but(last_run_status=RunOutcome.SKIPPED), now)
+    elif decision.action in (d.Action.ENQUEUE, d.Action.REPLACE):
+        rec.wait_in_line(s, task, decision, now, instance, records)
     else:
         rec.apply(s, task, decision.changes, now)
     log.info("action=claim_%s task_id=%s chat_id=%s", decision.action.value, task.id, task.chat_id)
@@ -172,7 +185,7 @@ def _fire(s: Session, task: ScheduledTask, decision: d.Claim, row: TaskRun, now:
                     max_runs=_fire_bound(task, row.fire_number), fresh_session=task.session == "fresh",
                     previous_output=_previous_output(s, task) if task.session == "fresh" else None,
                     planned_at=due.planned, max_tokens=row.max_tokens,
-                    max_cost_usd=row.max_cost_usd)
+                    max_cost_usd=row.max_cost_usd, payload=row.payload)
 
 
 def _fire_bound(task: ScheduledTask, fire_number: int) -> int | None:
@@ -212,6 +225,8 @@ def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -
         row.finished_at = now if outcome == RunOutcome.FAILED else None
         rec.apply(s, task, changes, now)
         s.add_all([task, row])
+        s.flush()
+        fire_queue.advance(s.connection(), task.id, now)
     log.info("action=fire_met_busy_chat task_id=%s outcome=%s", fire.task_id, outcome.value)
 
 
@@ -223,12 +238,13 @@ def finish(db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, ou
 
 
 _RUNS_T, _TASKS_T = TaskRun.__table__, ScheduledTask.__table__
-_RECORD = sa.select(_RUNS_T.c.id, _RUNS_T.c.task_id, _RUNS_T.c.status, _RUNS_T.c.trigger, _RUNS_T.c.run_id).where(
-    _RUNS_T.c.id == sa.bindparam("b_id"))
+_RECORD = sa.select(_RUNS_T.c.id, _RUNS_T.c.task_id, _RUNS_T.c.status, _RUNS_T.c.trigger, _RUNS_T.c.run_id,
+                    _RUNS_T.c.outcome, _RUNS_T.c.superseded_by).where(_RUNS_T.c.id == sa.bindparam("b_id"))
 _TASK = sa.select(_TASKS_T).where(_TASKS_T.c.id == sa.bindparam("b_id"))
 _TASK_LOCKED = _TASK.with_for_update()
 _END_RECORD = _RUNS_T.update().where(_RUNS_T.c.id == sa.bindparam("b_id")).values(
-    status=sa.bindparam("b_status"), finished_at=sa.bindparam("b_now"), error=sa.bindparam("b_error"))
+    status=sa.bindparam("b_status"), finished_at=sa.bindparam("b_now"), error=sa.bindparam("b_error"),
+    quiet=sa.bindparam("b_quiet"))
 
 
 def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, output: str,
@@ -245,19 +261,24 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     task = _locked_task(conn, db, row.task_id)
     result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
         if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
-    conn.execute(_END_RECORD, {"b_id": row.id, "b_status": result.outcome.value, "b_now": now, "b_error": error})
+    outcome = RunOutcome.SUPERSEDED if row.superseded_by and not succeeded else result.outcome
+    quiet = outcome == RunOutcome.SUPERSEDED or (  # a superseded fire is nobody's news: the newer one is
+        task is not None and fire_rules.is_quiet(task.notify_on, succeeded, output, row.outcome))
+    conn.execute(_END_RECORD, {"b_id": row.id, "b_status": outcome.value, "b_now": now, "b_error": error,
+                               "b_quiet": quiet})
     if task is not None and task.active_run_id == row.id:
         _write_task(conn, task.id, result.changes, now)
+        fire_queue.advance(conn, task.id, now)
         settle_waiting(conn, task.id, (bool(task.pending_run), task.pending_occurrence_at),
                        (result.changes.get("pending_run", bool(task.pending_run)),
                         result.changes.get("pending_occurrence_at", task.pending_occurrence_at)),
                        str(getattr(status := result.changes.get("status", task.status), "value", status)), now)
-        attention.record(conn, rec.fire_events(task, result.changes, result.outcome, row.run_id, row.id, output,
-                                            error, now))
+        attention.record(conn, rec.fire_events(task, result.changes, outcome, row.run_id, row.id, output,
+                                               error, now, quiet=quiet, reported=row.outcome))
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
-    return result.outcome
+    return outcome
 
 
 def _locked_task(conn: sa.Connection, db: Database, task_id: int) -> sa.Row | None:
@@ -305,6 +326,7 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
         if task is not None and task.active_run_id == row.id:
             changes = d.decide_abandoned(task_view(task), Trigger(row.trigger))
             _write_task(s.connection(), task.id, changes, now)
+            fire_queue.advance(s.connection(), task.id, now)
             attention.record(s.connection(), rec.fire_events(task, changes, RunOutcome.ABANDONED, row.run_id,
                                                              row.id, "", d.ABANDONED_REASON, now))
     log.warning("action=claim_abandoned task_run_id=%s", task_run_id)

@@ -38,6 +38,7 @@ class TaskView:
     ends_at: dt.datetime | None = None
     paused_until: dt.datetime | None = None
     last_error: str | None = None
+    queue_cap: int = 3  # SPEC §19: how many fires may wait in line (overlap=queue_all)
 
     @property
     def next_nominal(self) -> dt.datetime | None:
@@ -72,6 +73,7 @@ class Facts:
     auth_reason: str = ""
     budget_spent: str | None = None  # the project's daily budget is spent: why (SPEC §15)
     budget_wait: bool = False  # the project's fires in flight may spend what is left today
+    in_line: int = 0  # this task's fires waiting in line (queued records, SPEC §19)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +100,8 @@ class Action(enum.Enum):
     END = "end"  # the active window ended: the task is completed
     RESUME = "resume"  # a pause's `until` arrived: the task is active again
     BUDGET = "budget"  # the project's daily budget is spent: record `deferred`, wait for the next UTC day
+    ENQUEUE = "enqueue"  # overlap=queue_all met a busy chat: the occurrence waits in line with its record
+    REPLACE = "replace"  # overlap=replace met the task's own fire: that one is superseded, this one waits for it
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,9 @@ from scheduler.decision_types import (  # noqa: F401 (the decisions' vocabulary,
 )
 from scheduler.occurrences import NextFn, Occurrences, next_fields, occurrences
 
+# a person's run now, and a trigger call (its hook has its own limit, SPEC §19), skip the min-interval floor
+UNFLOORED = (Trigger.RUN_NOW_USER, Trigger.HOOK)
+
 
 def what_is_due(task: TaskView, now: dt.datetime) -> Due | None:
     """The occurrence the task wants to fire at ``now``: a pending follow-up first, else its deadline."""
@@ -91,7 +94,7 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
             changes["last_run_status"] = RunOutcome.FAILED
         return Claim(Action.ERROR, due, changes)
     if facts.chat_busy:  # overlap first: a busy chat's occurrence is skipped or queued, budget or not
-        return _overlap(task, due, now, next_after)
+        return _overlap(task, due, now, next_after, facts.in_line)
     if due.trigger != Trigger.RUN_NOW_USER and facts.budget_spent:  # a person's run now is a person's turn
         claim = _defer(task, due, now, next_utc_day(now), next_after, facts.budget_spent)
         return Claim(Action.BUDGET, due, claim.changes.but(last_run_status=RunOutcome.DEFERRED),
@@ -101,7 +104,7 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
     if facts.auth == Auth.TRANSIENT:
         return _defer(task, due, now, now + dt.timedelta(seconds=limits.busy_retry_seconds), next_after,
                       facts.auth_reason)
-    if due.trigger != Trigger.RUN_NOW_USER and limits.min_interval_seconds and task.last_fire_started_at:
+    if due.trigger not in UNFLOORED and limits.min_interval_seconds and task.last_fire_started_at:
         floor = task.last_fire_started_at + dt.timedelta(seconds=limits.min_interval_seconds)
         if now < floor:
             return _defer(task, due, now, floor, next_after, None)
@@ -114,9 +117,16 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
     return Claim(Action.DISPATCH, due, changes)
 
 
-def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences) -> Claim:
-    """The chat has a claim in flight: coalesce into one follow-up, or record a skip."""
+def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences, in_line: int = 0) -> Claim:
+    """The chat has a claim in flight: coalesce into one follow-up, wait in line, replace the task's
+    own fire, or record a skip (SPEC §3, §19)."""
     changes = _consume(task, due, now, next_after)
+    if due.trigger == Trigger.SCHEDULE and task.overlap == Overlap.QUEUE_ALL:
+        if in_line >= task.queue_cap:
+            return Claim(Action.SKIP, due, changes, note=QUEUE_FULL)
+        return Claim(Action.ENQUEUE, due, changes)
+    if due.trigger == Trigger.SCHEDULE and task.overlap == Overlap.REPLACE and task.active_run_id:
+        return Claim(Action.REPLACE, due, changes)
     if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
         if task.pending_run and due.trigger == Trigger.FOLLOW_UP and not changes:
             return Claim(Action.NOTHING, due)  # already queued; the finished run wakes the loop
@@ -131,6 +141,7 @@ def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Oc
     return Claim(Action.SKIP, due, changes)
 
 
+QUEUE_FULL = "queue full"  # overlap=queue_all: the line already holds queue_cap fires
 ONCE_SKIPPED = "its single occurrence was skipped: the chat was busy (overlap=skip)"
 
 

@@ -51,11 +51,13 @@ class Fire:
     planned_at: dt.datetime | None = None  # when it was to fire (jitter applied); lateness counts from it
     max_tokens: int | None = None  # the task's caps on one fire's spend (SPEC §15)
     max_cost_usd: float | None = None
+    payload: str | None = None  # a trigger call's body (SPEC §19): fenced in the text, marked untrusted
 
     @property
     def text(self) -> str:
-        """What the agent receives: the envelope."""
-        return envelope.build(self.name, self.prompt, self.fire_number, self.max_runs)
+        """What the agent receives: the envelope (with a trigger call's payload fenced in it)."""
+        return envelope.build(self.name, envelope.with_payload(self.prompt, self.payload), self.fire_number,
+                              self.max_runs)
 
 
 class FireHooks(Protocol):

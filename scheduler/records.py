@@ -12,7 +12,8 @@ from sqlmodel import Session
 from app.core import attention_events as attention
 from app.core.attention_tables import AttentionKind
 from app.core.models import Event, EventType
-from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
+from app.schedules import fire_queue
+from app.schedules.model import Outcome, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.waiting import WAITING, settle_waiting
 from scheduler import decisions as d
 from scheduler.budgets import notice_in
@@ -47,16 +48,21 @@ def error_event(task: ScheduledTask | sa.Row, now: dt.datetime, last_error: str 
 
 
 def fire_events(task: sa.Row, changes: TaskChanges, outcome: RunOutcome, run_id: int | None, task_run_id: int,
-                 output: str, error: str | None, now: dt.datetime) -> list[dict]:
-    """The attention events of a fire's end: finished or failed, and the task's error if it began."""
-    kind = AttentionKind.FIRE_FINISHED if outcome == RunOutcome.SUCCEEDED else AttentionKind.FIRE_FAILED
+                 output: str, error: str | None, now: dt.datetime, quiet: bool = False,
+                 reported: str | None = None) -> list[dict]:
+    """The attention events of a fire's end: finished or failed — none for a quiet fire (SPEC §19
+    ``notify_on``) — and the task's error if it began. A fire its agent reported ``failed`` is told
+    as a failure."""
+    failed = outcome != RunOutcome.SUCCEEDED or reported == Outcome.FAILED.value
+    kind = AttentionKind.FIRE_FAILED if failed else AttentionKind.FIRE_FINISHED
     status = changes.get("status", task.status)
     payload = {"task": {**attention.task_payload(task), "status": getattr(status, "value", status)},
                "run": {"id": run_id, "task_run_id": task_run_id, "outcome": outcome.value, "error": error,
-                       "first_line": attention.first_line(output)}}
-    rows = [attention.row(now, kind, user_email=task.owner, chat_id=task.chat_id, project_id=task.project_id,
-                          task_id=task.id, run_id=run_id, task_run_id=task_run_id, payload=payload,
-                          notify=attention.pushes(task.notify, kind))]
+                       "first_line": attention.first_line(output), "reported": reported}}
+    rows = [] if quiet else [attention.row(now, kind, user_email=task.owner, chat_id=task.chat_id,
+                                           project_id=task.project_id, task_id=task.id, run_id=run_id,
+                                           task_run_id=task_run_id, payload=payload,
+                                           notify=attention.pushes(task.notify, kind))]
     if turns_error(task.status, changes):
         rows.append(error_event(task, now, changes.get("last_error")))
     return rows
@@ -116,3 +122,25 @@ def new_record(task: ScheduledTask, due: d.Due, status: RunOutcome, now: dt.date
 def requested_by(task: ScheduledTask, due: d.Due) -> str | None:
     """The user whose run-now this fire is (the last one who asked), None for any other fire."""
     return task.pending_forced_by if due.trigger == Trigger.RUN_NOW_USER else None
+
+
+def wait_in_line(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.datetime, instance: str,
+                 records: dict[tuple[int, dt.datetime], TaskRun]) -> None:
+    """overlap=queue_all or replace met a busy chat (SPEC §19): the occurrence waits with a ``queued``
+    record; it takes the slot if the slot is free — or, for replace, from whatever waited there, and
+    the task's fire in flight is asked to stop (it ends ``superseded``)."""
+    due = decision.due
+    key = (task.id, due.occurrence_at)
+    row = records.get(key)
+    if row is None:
+        row = records[key] = new_record(task, due, RunOutcome.QUEUED, now, instance, None)
+        row.finished_at, row.fire_number = None, 0
+        s.add(row)
+        s.flush()
+    apply(s, task, decision.changes, now)
+    if decision.action == d.Action.REPLACE:
+        fire_queue.supersede_in_flight(s, task, row, now)
+    if decision.action == d.Action.REPLACE or not task.pending_run:
+        task.pending_run, task.pending_forced, task.pending_occurrence_at = True, None, row.occurrence_at
+        task.retry_at, task.updated_at = None, now
+        s.add(task)

@@ -39,4 +39,5 @@ def task_view(task: ScheduledTask | sa.Row) -> TaskView:
         ends_at=task.ends_at,
         paused_until=task.paused_until,
         last_error=task.last_error,
+        queue_cap=task.queue_cap,
     )

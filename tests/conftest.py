@@ -184,8 +184,10 @@ def data_root() -> Iterator[Path]:
 
 @pytest.fixture
 def settings(data_root: Path, db_url: str) -> Settings:
+    # webhook_allow_private: the tests' webhook receivers listen on loopback (a single-host set-up);
+    # the destination rule is tested with it off (tests/*/test_notify_destinations.py)
     return Settings(data_dir=data_root / "data", database_url=db_url, demo_word_delay_seconds=0.0,
-                    run_lease_seconds=5, min_interval_seconds=60)
+                    run_lease_seconds=5, min_interval_seconds=60, webhook_allow_private=True)
 
 
 _MADE: list[Core] = []  # every core the tests built, in order; see no_core_outlives_its_test

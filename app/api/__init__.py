@@ -14,6 +14,7 @@ from app.api import (
     approvals,
     errors,
     exports,
+    hooks,
     inbox,
     metrics,
     notifications,
@@ -50,6 +51,7 @@ def create_api(core_provider: Callable[[], Core], max_body_bytes: int) -> FastAP
     api.include_router(admin.router)  # the server admin's people and agents (SPEC §18)
     api.include_router(exports.router)  # transcripts, schedules export and import (SPEC §21)
     api.include_router(schedules.router)
+    api.include_router(hooks.router)  # POST /hooks/tasks/<id>: trigger URLs (SPEC §19)
     api.include_router(all_schedules.router)  # GET /api/schedules, POST /api/schedules/bulk
     api.include_router(notifications.router)
     api.include_router(approvals.router)

@@ -68,6 +68,46 @@ def complete_current(body: CompleteIn, grant: GrantDep, tasks: TasksDep) -> dict
     return shown(tasks, tasks.complete(grant.task_id, grant.task_run_id, reason))
 
 
+class ReportIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Any = None
+    summary: Any = None
+
+
+class NextIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    in_seconds: Any = None
+    at: Any = None
+
+
+class RunNowIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overlap: Any = None
+
+
+def fire_of(grant: GrantView) -> tuple[int, int]:
+    """(task id, task run id) of the fire this token belongs to; Forbidden outside a fire."""
+    if grant.task_id is None or grant.task_run_id is None:
+        raise Forbidden("this token does not belong to a scheduled fire; report and next work only inside one")
+    return grant.task_id, grant.task_run_id
+
+
+@router.post("/schedules/current/report")
+def report_current(body: ReportIn, grant: GrantDep, tasks: TasksDep) -> dict[str, Any]:
+    """The agent's word on its own fire (SPEC §19): changed, no_change or failed, and a summary."""
+    row = tasks.report(*fire_of(grant), body.outcome, body.summary)
+    return {"task_id": row.task_id, "run_id": row.id, "outcome": row.outcome, "summary": row.summary}
+
+
+@router.post("/schedules/current/next")
+def pace_current(body: NextIn, grant: GrantDep, tasks: TasksDep) -> dict[str, Any]:
+    """Move the task's next fire once, within the bounds a user allowed (SPEC §19)."""
+    return shown(tasks, tasks.pace_next(*fire_of(grant), body.in_seconds, body.at))
+
+
 @router.get("/schedules")
 def list_schedules(actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
     return {"schedules": shown_all(tasks, tasks.list(actor, actor.agent_chat_id))}
@@ -109,8 +149,8 @@ def skip_next(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
 
 
 @router.post("/schedules/{tid}/run-now", status_code=202)
-def run_now(tid: Id, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
-    return shown(tasks, tasks.run_now(actor, tid))
+def run_now(tid: Id, actor: ManagerDep, tasks: TasksDep, body: RunNowIn | None = None) -> dict[str, Any]:
+    return shown(tasks, tasks.run_now(actor, tid, body.overlap if body is not None else None))
 
 
 @router.post("/schedules/{tid}/arm")

@@ -16,7 +16,7 @@ from app.api.errors import status_of
 from app.api.schedules import TasksDep, UserDep, task_json
 from app.core.errors import InvalidInput
 from app.core.spend import Spend
-from app.schedules import overview
+from app.schedules import hooks, overview
 from app.schedules.service import Actor
 
 router = APIRouter(prefix="/api")
@@ -37,9 +37,11 @@ def _project(value: str | None) -> int | None:
     return int(value)
 
 
-def listed_json(row: overview.Listed, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any]:
+def listed_json(row: overview.Listed, spend: tuple[Spend, Spend] | None = None,
+                trigger: dict[str, Any] | None = None) -> dict[str, Any]:
     """The per-chat list's task JSON plus the names of its chat and project."""
-    return {**task_json(row.task, spend), "chat_title": row.chat_title, "project_name": row.project_name}
+    return {**task_json(row.task, spend), "trigger": trigger, "chat_title": row.chat_title,
+            "project_name": row.project_name}
 
 
 @router.get("/schedules")
@@ -50,8 +52,10 @@ def all_schedules(tasks: TasksDep, user: UserDep, status: str | None = None, pro
     """Every task the caller can see, by project, chat and creation; ``next_after`` is the
     ``after`` of the next page, or null on the last one."""
     page = overview.visible_tasks(tasks.db, user, overview.parse_status(status), _project(project), limit, after)
-    spend = tasks.spend([r.task.id for r in page.rows])
-    return {"schedules": [listed_json(r, spend.get(r.task.id)) for r in page.rows], "next_after": page.next_after}
+    ids = [r.task.id for r in page.rows]
+    spend, triggers = tasks.spend(ids), hooks.trigger_views(tasks.db, ids)
+    return {"schedules": [listed_json(r, spend.get(r.task.id), triggers.get(r.task.id)) for r in page.rows],
+            "next_after": page.next_after}
 
 
 @router.post("/schedules/bulk")
@@ -62,11 +66,13 @@ def bulk(body: BulkIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
     ids = overview.parse_ids(body.ids)
     results = []
     outcomes = overview.bulk(tasks, Actor(user), action, ids)
-    spend = tasks.spend([o.task.id for o in outcomes if o.ok])  # one read for every task shown
+    shown = [o.task.id for o in outcomes if o.ok]
+    spend, triggers = tasks.spend(shown), hooks.trigger_views(tasks.db, shown)  # one read each for all
     for outcome in outcomes:
         if outcome.ok:
             results.append({"id": outcome.task_id, "ok": True,
-                            "schedule": task_json(outcome.task, spend.get(outcome.task.id))})
+                            "schedule": task_json(outcome.task, spend.get(outcome.task.id))
+                            | {"trigger": triggers.get(outcome.task_id)}})
         else:
             error = outcome.error
             results.append({"id": outcome.task_id, "ok": False, "status": status_of(error),

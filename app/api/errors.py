@@ -12,11 +12,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.core import errors as core
 from app.core.auth import TooManyAttempts
 from app.core.db import StoreError
+from app.schedules.hooks import PayloadTooLarge, TooManyCalls
 
 log = logging.getLogger("chatcron.api")
 
 STATUS = {
     TooManyAttempts: 429,
+    TooManyCalls: 429,
+    PayloadTooLarge: 413,
     core.InvalidInput: 400,
     core.Unauthorized: 401,
     core.Forbidden: 403,
@@ -70,6 +73,8 @@ def install(app: FastAPI) -> None:
     async def _domain(_req: Request, exc: core.ChatcronError) -> JSONResponse:
         status = status_of(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if isinstance(exc, TooManyCalls):
+            headers = {"Retry-After": str(exc.retry_after)}
         return error_response(status, exc.code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

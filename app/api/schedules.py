@@ -13,8 +13,8 @@ from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.spend import Spend
 from app.core.wake import DatabaseWaker
+from app.schedules import hooks, spec
 from app.schedules import preview as previews
-from app.schedules import spec
 from app.schedules.model import TASK_DEFAULTS
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError
@@ -55,6 +55,8 @@ def task_json(t: Any, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any
         "starts_at": rfc3339(t.starts_at), "ends_at": rfc3339(t.ends_at),
         "pause_note": t.pause_note, "paused_until": rfc3339(t.paused_until), "paused_by": t.paused_by,
         "max_tokens_per_fire": t.max_tokens_per_fire, "max_cost_per_fire_usd": t.max_cost_per_fire_usd,
+        "notify_on": t.notify_on, "queue_cap": t.queue_cap, "pace_min_seconds": t.pace_min_seconds,
+        "pace_max_seconds": t.pace_max_seconds, "next_paced": t.next_paced,
     }
     if spend is not None:
         shown.update(usage_today=spend[0].as_json(), usage_total=spend[1].as_json())
@@ -62,14 +64,15 @@ def task_json(t: Any, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any
 
 
 def shown(tasks: TaskService, t: Any) -> dict[str, Any]:
-    """One task's JSON with its spend."""
-    return task_json(t, tasks.spend([t.id]).get(t.id))
+    """One task's JSON with its spend and its trigger URL's path (SPEC §19)."""
+    return shown_all(tasks, [t])[0]
 
 
 def shown_all(tasks: TaskService, items: list[Any]) -> list[dict[str, Any]]:
-    """Tasks' JSON with their spend (one read for all)."""
-    spend = tasks.spend([t.id for t in items])
-    return [task_json(t, spend.get(t.id)) for t in items]
+    """Tasks' JSON with their spend and trigger URLs (one read each for all)."""
+    ids = [t.id for t in items]
+    spend, triggers = tasks.spend(ids), hooks.trigger_views(tasks.db, ids)
+    return [task_json(t, spend.get(t.id)) | {"trigger": triggers.get(t.id)} for t in items]
 
 
 def task_run_json(r: Any) -> dict[str, Any]:
@@ -79,6 +82,8 @@ def task_run_json(r: Any) -> dict[str, Any]:
         "status": r.status, "fire_number": r.fire_number, "attempts": r.attempts, "run_id": r.run_id,
         "claimed_at": rfc3339(r.claimed_at), "started_at": rfc3339(r.started_at),
         "finished_at": rfc3339(r.finished_at), "error": r.error,
+        "outcome": r.outcome, "summary": r.summary, "quiet": bool(r.quiet), "superseded_by": r.superseded_by,
+        "payload_bytes": len(r.payload.encode()) if r.payload is not None else None,
         "duration_ms": int((r.finished_at - r.started_at).total_seconds() * 1000)
         if r.finished_at and r.started_at else None,
     }
@@ -111,6 +116,10 @@ class TaskIn(Strict):
     ends_at: Any = None
     max_tokens_per_fire: Any = None
     max_cost_per_fire_usd: Any = None
+    notify_on: Any = TASK_DEFAULTS["notify_on"]
+    queue_cap: Any = TASK_DEFAULTS["queue_cap"]
+    pace_min_seconds: Any = None
+    pace_max_seconds: Any = None
 
 
 class TaskPatch(Strict):
@@ -127,11 +136,19 @@ class TaskPatch(Strict):
     ends_at: Any = None
     max_tokens_per_fire: Any = None
     max_cost_per_fire_usd: Any = None
+    notify_on: Any = None
+    queue_cap: Any = None
+    pace_min_seconds: Any = None
+    pace_max_seconds: Any = None
 
 
 class PauseIn(Strict):
     note: Any = None
     until: Any = None
+
+
+class RunNowIn(Strict):
+    overlap: Any = None  # this call's own overlap (SPEC §19)
 
 
 class PreviewIn(Strict):
@@ -203,8 +220,8 @@ def resume(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
 
 
 @router.post("/schedules/{tid}/run-now", status_code=202)
-def run_now(tid: Id, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
-    return shown(tasks, tasks.run_now(Actor(user), tid))
+def run_now(tid: Id, tasks: TasksDep, user: UserDep, body: RunNowIn | None = None) -> dict[str, Any]:
+    return shown(tasks, tasks.run_now(Actor(user), tid, body.overlap if body is not None else None))
 
 
 @router.get("/schedules/{tid}/runs")

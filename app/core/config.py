@@ -61,6 +61,15 @@ def _text(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}: {raw!r} is not 1 or 0 (true or false)")
+
+
 def _provider(name: str, raw: str) -> str:
     value = raw.strip()
     if value not in PROVIDERS:
@@ -205,6 +214,8 @@ class Settings:
     smtp_url: str = ""
     smtp_from: str = "chatcron@localhost"
     notify_attempt_seconds: float = 10.0  # one webhook POST or email, connect to last byte, ends within this
+    # webhooks may go to loopback, private, link-local and metadata addresses (single-host set-ups, tests)
+    webhook_allow_private: bool = False
 
     @property
     def smtp(self) -> SmtpServer | None:
@@ -290,6 +301,7 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "SMTP_URL": ("smtp_url", _smtp_url),
     "SMTP_FROM": ("smtp_from", _address),
     "NOTIFY_ATTEMPT_SECONDS": ("notify_attempt_seconds", _float(1.0)),
+    "WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", _flag),
 }
 
 PREFIX = "CHATCRON_"

@@ -17,7 +17,8 @@ from sqlmodel import Session, select
 
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 
-FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT)  # a run-now: never a once task's only fire
+# a run-now or a trigger call: asked for outright, never a once task's only fire
+FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT, Trigger.HOOK)
 
 
 def abandoned_changes(status: str, once: bool, trigger: str, max_runs: int | None, run_count: int,

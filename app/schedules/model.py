@@ -37,6 +37,7 @@ class RunOutcome(enum.StrEnum):
     ABANDONED = "abandoned"  # the scheduler holding the claim died
     MISSED = "missed"  # found more than the catch-up window late: not fired (SPEC §14)
     DEFERRED = "deferred"  # due, but waits (a project's budget is spent, SPEC §15)
+    SUPERSEDED = "superseded"  # cancelled for a newer fire of its task (overlap=replace, SPEC §19)
 
 
 class Overlap(enum.StrEnum):
@@ -44,6 +45,24 @@ class Overlap(enum.StrEnum):
 
     QUEUE_ONE = "queue_one"  # coalesce into one follow-up fired when the chat frees up
     SKIP = "skip"  # record a skipped run and wait for the next occurrence
+    REPLACE = "replace"  # cancel the task's fire in flight (its run ends superseded) and fire the new one
+    QUEUE_ALL = "queue_all"  # every occurrence waits its turn, up to queue_cap; beyond it: skipped "queue full"
+
+
+class NotifyOn(enum.StrEnum):
+    """Which fires tell people (SPEC §19): the chat shows every fire; these decide pushes and the inbox."""
+
+    ALWAYS = "always"  # every fire
+    CHANGES = "changes"  # not a fire the agent reported ``no_change``
+    FAILURES = "failures"  # only fires that fail (or end without a reply)
+
+
+class Outcome(enum.StrEnum):
+    """What the agent reported of its fire (``remote-schedule report``); no report counts as CHANGED."""
+
+    CHANGED = "changed"
+    NO_CHANGE = "no_change"
+    FAILED = "failed"
 
 
 class SessionMode(enum.StrEnum):
@@ -57,7 +76,8 @@ class SessionMode(enum.StrEnum):
 TASK_DEFAULTS: dict[str, object] = {"overlap": Overlap.QUEUE_ONE.value, "session": SessionMode.RESUME.value,
                                     "max_runs": None, "notify": Notify.FAILURES.value,
                                     "catchup_window_seconds": 3600, "jitter_seconds": 0,
-                                    "starts_at": None, "ends_at": None}
+                                    "starts_at": None, "ends_at": None, "notify_on": "always", "queue_cap": 3,
+                                    "pace_min_seconds": None, "pace_max_seconds": None}
 DEFAULT_CATCHUP_SECONDS = 3600
 
 
@@ -80,6 +100,7 @@ class Trigger(enum.StrEnum):
     FOLLOW_UP = "follow_up"  # a queued follow-up (coalesced occurrences, busy retry)
     RUN_NOW_USER = "run_now_user"  # a user's run-now: bypasses the min-interval floor
     RUN_NOW_AGENT = "run_now_agent"  # an agent's run-now: respects the floor
+    HOOK = "hook"  # a call of the task's trigger URL (SPEC §19), with its payload
 
 
 class ScheduledTask(SQLModel, table=True):
@@ -133,8 +154,21 @@ class ScheduledTask(SQLModel, table=True):
     # SPEC §15: what one fire may spend before it is cancelled ("budget exceeded"); None: no cap
     max_tokens_per_fire: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger, nullable=True))
     max_cost_per_fire_usd: float | None = Field(default=None, sa_column=sa.Column(sa.Float, nullable=True))
+    # SPEC §19: which fires tell people, how many fires may wait (overlap=queue_all), the bounds an
+    # agent may pace the next fire within (both None: it may not), and the instant it paced it to
+    notify_on: str = Field(default="always", sa_column=sa.Column(sa.String(16), nullable=False,
+                                                                 server_default="always"))
+    queue_cap: int = Field(default=3, sa_column=sa.Column(sa.Integer, nullable=False, server_default="3"))
+    pace_min_seconds: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    pace_max_seconds: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    paced_at: dt.datetime | None = instant(nullable=True)
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
+
+    @property
+    def next_paced(self) -> bool:
+        """Whether the next fire is where the agent paced it (SPEC §19), not where the schedule put it."""
+        return self.paced_at is not None and self.next_run_at is not None and self.paced_at == self.next_run_at
 
     def schedule_dict(self) -> dict[str, Any]:
         """The stored (normalized) schedule as the API shows it: ``{"kind": ..., ...}``."""
@@ -172,6 +206,13 @@ class TaskRun(SQLModel, table=True):
     started_at: dt.datetime | None = instant(nullable=True)
     finished_at: dt.datetime | None = instant(nullable=True)
     error: str | None = None
+    # SPEC §19: a trigger call's payload (untrusted text, fenced in the prompt), what the agent
+    # reported, whether the fire told nobody (notify_on), and the fire that superseded this one
+    payload: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    outcome: str | None = Field(default=None, sa_column=sa.Column(sa.String(16), nullable=True))  # Outcome
+    summary: str | None = Field(default=None, sa_column=sa.Column(sa.String(2000), nullable=True))
+    quiet: bool = Field(default=False, sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()))
+    superseded_by: int | None = None
 
 
 class SchedulerInstance(SQLModel, table=True):
@@ -184,3 +225,33 @@ class SchedulerInstance(SQLModel, table=True):
     heartbeat_at: dt.datetime = instant(nullable=False, index=True)
     iterations: int = 0  # loop iterations so far, for /metrics
     stopped_at: dt.datetime | None = instant(nullable=True)
+
+
+class TaskHook(SQLModel, table=True):
+    """A task's trigger URL (SPEC §19): ``/hooks/tasks/<id>``, and the secret its callers sign with.
+
+    The secret is kept as given out (an HMAC needs it); a rotation replaces the row's secret, so the
+    old one stops working at once; a revocation deletes the row."""
+
+    __tablename__ = "task_hooks"
+
+    id: str = Field(primary_key=True, max_length=64)  # the URL's random part
+    task_id: int = Field(sa_column=sa.Column(sa.Integer, sa.ForeignKey("scheduled_tasks.id", ondelete="CASCADE"),
+                                             nullable=False, unique=True))
+    secret: str = Field(max_length=128)
+    created_by: str = Field(max_length=320)
+    created_at: dt.datetime = instant(nullable=False)
+
+
+class HookCall(SQLModel, table=True):
+    """One accepted call of a trigger URL: the rate limit counts them, a repeated ``webhook-id`` /
+    ``Idempotency-Key`` answers the first call's result (kept 24 h)."""
+
+    __tablename__ = "hook_calls"
+    __table_args__ = (sa.UniqueConstraint("hook_id", "call_key", name="uq_hook_call_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    hook_id: str = Field(max_length=64, index=True)
+    call_key: str | None = Field(default=None, max_length=200)
+    received_at: dt.datetime = instant(nullable=False, index=True)
+    answer: str = Field(sa_column=sa.Column(sa.Text, nullable=False))  # the 202's JSON body

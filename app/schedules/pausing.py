@@ -101,8 +101,9 @@ class PauseOps:
             row.status = TaskStatus.PAUSED.value
             row.pause_note, row.paused_until = note, until
             row.paused_by = (PausedBy.AGENT if actor.is_agent else PausedBy.USER).value
-            if row.pending_forced is None:
+            if row.pending_forced in (None, Trigger.HOOK.value):  # a person's or agent's run now still fires
                 row.pending_run, row.pending_occurrence_at, row.retry_at = False, None, None
+                row.pending_forced = None
 
         return self._mutate(task_id, change, expect=allowed)
 

@@ -28,7 +28,9 @@ from app.core.models import Event, EventType, Project
 from app.core.spend import Spend, tasks_spent, tokens_value, usd_value, utc_day
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
-from app.schedules import fields, timing
+from app.schedules import fields, fire_rules, timing
+from app.schedules.fire_ops import FireOps
+from app.schedules.hooks import forget_hooks
 from app.schedules.model import (
     DEFAULT_CATCHUP_SECONDS,
     TASK_DEFAULTS,
@@ -38,7 +40,6 @@ from app.schedules.model import (
     SessionMode,
     TaskRun,
     TaskStatus,
-    Trigger,
 )
 from app.schedules.pausing import Actor, PauseOps, set_next
 from app.schedules.plan import plan_of
@@ -47,7 +48,8 @@ from app.schedules.waiting import settle_waiting
 
 MAX_KEY = 200
 CAPS = ("max_tokens_per_fire", "max_cost_per_fire_usd")  # SPEC §15
-EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify", *fields.TIMING_FIELDS, *CAPS)
+EDITABLE = ("name", "prompt", "schedule", "overlap", "max_runs", "session", "notify", *fields.TIMING_FIELDS, *CAPS,
+            *fire_rules.RULE_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,9 +67,10 @@ class TaskSpec:
     timing: fields.Timing = fields.Timing(DEFAULT_CATCHUP_SECONDS, 0, None, None)
     max_tokens_per_fire: int | None = None
     max_cost_per_fire_usd: float | None = None
+    rules: fire_rules.FireRules = fire_rules.FireRules()
 
 
-class TaskService(PauseOps):
+class TaskService(PauseOps, FireOps):
     def __init__(self, db: Database, clock: Clock, settings: Settings, waker: Waker | None = None) -> None:
         self.db = db
         self.clock = clock
@@ -87,7 +90,8 @@ class TaskService(PauseOps):
                        "starts_at": partial_of.starts_at and format_instant(partial_of.starts_at),
                        "ends_at": partial_of.ends_at and format_instant(partial_of.ends_at),
                        "max_tokens_per_fire": partial_of.max_tokens_per_fire,
-                       "max_cost_per_fire_usd": partial_of.max_cost_per_fire_usd}
+                       "max_cost_per_fire_usd": partial_of.max_cost_per_fire_usd,
+                       **fire_rules.current(partial_of)}
             merged = {**current, **body}
         name = clean_name(merged.get("name"))
         prompt = clean_prompt(merged.get("prompt"), "prompt", self.settings.prompt_max_bytes, strip=False)
@@ -110,7 +114,8 @@ class TaskService(PauseOps):
                         max_runs=_max_runs(merged.get("max_runs")),
                         max_tokens_per_fire=tokens_value(merged.get("max_tokens_per_fire"), "max_tokens_per_fire"),
                         max_cost_per_fire_usd=usd_value(merged.get("max_cost_per_fire_usd"), "max_cost_per_fire_usd"),
-                        notify=_enum(Notify, merged.get("notify", TASK_DEFAULTS["notify"]), "notify"))
+                        notify=_enum(Notify, merged.get("notify", TASK_DEFAULTS["notify"]), "notify"),
+                        rules=fire_rules.check(merged, schedule.kind, self.settings.min_interval_seconds))
 
     def _check_timing(self, schedule: Any) -> None:
         now = self.clock.now()
@@ -168,6 +173,8 @@ class TaskService(PauseOps):
             existing = self._by_key(chat_id, key)
             if existing is not None:
                 return existing, False
+        if actor.is_agent and any(body.get(name) is not None for name in fire_rules.PACE_FIELDS):
+            raise Forbidden("only a user may let a task pace itself (pace_min_seconds / pace_max_seconds)")
         spec = self.validate({k: v for k, v in body.items() if k != "idempotency_key"})
         now = self.clock.now()
         status = TaskStatus.DRAFT if actor.is_agent else TaskStatus.ACTIVE
@@ -178,7 +185,7 @@ class TaskService(PauseOps):
             max_tokens_per_fire=spec.max_tokens_per_fire, max_cost_per_fire_usd=spec.max_cost_per_fire_usd,
             created_by=(CreatedBy.AGENT if actor.is_agent else CreatedBy.USER).value,
             armed_at=None if actor.is_agent else now, created_at=now, updated_at=now,
-            **dataclasses.asdict(spec.timing),
+            **dataclasses.asdict(spec.timing), **dataclasses.asdict(spec.rules),
         )
         try:
             with self.db.write() as s:
@@ -241,8 +248,8 @@ class TaskService(PauseOps):
                 spec.session.value
             row.max_runs, row.notify = spec.max_runs, spec.notify.value
             row.max_tokens_per_fire, row.max_cost_per_fire_usd = spec.max_tokens_per_fire, spec.max_cost_per_fire_usd
-            for key, value in dataclasses.asdict(spec.timing).items():
-                setattr(row, key, value)
+            for key, value in (dataclasses.asdict(spec.timing) | dataclasses.asdict(spec.rules)).items():
+                setattr(row, key, getattr(value, "value", value))
             if "schedule" in body:
                 row.schedule = spec.schedule_json
             if set(body) & fields.MOVES_NEXT and row.status == TaskStatus.ACTIVE.value:
@@ -293,29 +300,12 @@ class TaskService(PauseOps):
         row.consecutive_failures, row.retry_at = 0, None
         row.pause_note, row.paused_until, row.paused_by = None, None, None
 
-    def run_now(self, actor: Actor, task_id: int) -> ScheduledTask:
-        """Ask for one fire as soon as possible, without moving the regular deadline or the status."""
-        task = self.get(actor, task_id)
-        if task.status == TaskStatus.DRAFT.value:
-            raise Conflict("a draft cannot run; a user must arm it first")
-        trigger = Trigger.RUN_NOW_AGENT if actor.is_agent else Trigger.RUN_NOW_USER
-        now = self.clock.now()
-
-        def change(row: ScheduledTask) -> None:
-            # a waiting follow-up (queued, or deferred by the budget) is the occurrence that fires now:
-            # its record is reused rather than left waiting for ever
-            waiting = row.pending_occurrence_at if row.pending_run and row.pending_occurrence_at else None
-            row.pending_run, row.pending_forced, row.pending_occurrence_at = True, trigger.value, waiting or now
-            row.pending_forced_by = None if actor.is_agent else actor.user.email
-            row.retry_at = None
-
-        return self._mutate(task_id, change)
-
     def delete(self, actor: Actor, task_id: int) -> None:
         """Delete the task and its history; a pending fire is cancelled, a running turn finishes."""
         self.get(actor, task_id)
         with self.db.write() as s:
             s.exec(sa.delete(TaskRun).where(TaskRun.task_id == task_id))
+            forget_hooks(s, select(ScheduledTask.id).where(ScheduledTask.id == task_id))
             s.exec(sa.delete(ScheduledTask).where(ScheduledTask.id == task_id))
         self.waker.notify()
 
@@ -380,8 +370,6 @@ def _max_runs(value: object) -> int | None:
     return value
 
 
-
-
 def forget_chats(s: Session, chat_ids: Sequence[int]) -> None:
     """Inside the caller's transaction: delete the schedules of chats that are being deleted, with
     their history (``accounts.delete_user``); raises Conflict while one of them has a fire in flight."""
@@ -391,5 +379,6 @@ def forget_chats(s: Session, chat_ids: Sequence[int]) -> None:
         raise Conflict(f"schedule {busy} has a fire in flight in a chat that would be deleted; "
                        "try again when it has finished")
     s.exec(sa.delete(TaskRun).where(TaskRun.task_id.in_(tasks)).execution_options(synchronize_session=False))
+    forget_hooks(s, tasks)
     s.exec(sa.delete(ScheduledTask).where(ScheduledTask.chat_id.in_(chat_ids))
            .execution_options(synchronize_session=False))

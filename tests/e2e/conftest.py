@@ -75,6 +75,7 @@ def server(e2e_root: Path) -> Iterator[Server]:
            # test came later (the quotas are tested in tests/integration/test_user_quotas.py)
            "CHATCRON_MAX_TASKS_PER_PROJECT": "0", "CHATCRON_MAX_TASKS_PER_USER": "0",
            "CHATCRON_MAX_PROJECTS_PER_USER": "0",  # every module's projects belong to the demo user
+           "CHATCRON_WEBHOOK_ALLOW_PRIVATE": "1",  # the notification tests' receivers listen on loopback
            "REFLEX_WEB_WORKDIR": str(web_dir("server"))}  # this worker's own build: a build embeds its port
     env.pop("CHATCRON_DATABASE_URL", None)
     server = Server(f"http://127.0.0.1:{port}", env)

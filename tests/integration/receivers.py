@@ -27,10 +27,14 @@ class Received:
 
 
 class Receiver:
-    """A webhook endpoint: answers ``status`` (or the next of ``script``), after ``hang`` seconds."""
+    """A webhook endpoint: answers ``status`` (or the next of ``script``), after ``hang`` seconds;
+    a 3xx answer carries ``Location: location`` when it is set. ``got`` holds the requests it
+    accepted (a 2xx answer), ``every`` all of them."""
 
     def __init__(self) -> None:
         self.got: list[Received] = []
+        self.every: list[Received] = []
+        self.location: str | None = None
         self.script: list[int] = []  # statuses for the next requests, then ``status``
         self.status = 200
         self.hang = 0.0
@@ -43,13 +47,16 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with receiver.lock:
                     status = receiver.script.pop(0) if receiver.script else receiver.status
-                    hang = receiver.hang
+                    hang, location = receiver.hang, receiver.location
+                    request = Received(self.path, dict(self.headers.items()), body, time.monotonic(), time.time())
+                    receiver.every.append(request)
                     if status < 300:
-                        receiver.got.append(Received(self.path, dict(self.headers.items()), body, time.monotonic(),
-                                                     time.time()))
+                        receiver.got.append(request)
                         receiver.arrived.notify_all()
                 time.sleep(hang)
                 self.send_response(status)
+                if location is not None and 300 <= status < 400:
+                    self.send_header("Location", location)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

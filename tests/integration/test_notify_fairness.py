@@ -20,6 +20,7 @@ from sqlmodel import select
 
 from app.attention.notify import channels, deliverer, outbox
 from app.attention.notify.deliverer import Deliverer, DelivererConfig
+from app.attention.notify.destinations import Destinations
 from app.attention.notify.senders import Mailer, send_webhook
 from app.core import attention_events as attention
 from app.core import chats
@@ -69,8 +70,8 @@ def test_a_hung_webhook_holds_one_deliverer_and_another_users_event_goes_out_at_
             event(core, slow, slow_chat)
         # The attempt's limit is the sender's: on a per-read timeout alone the trickle never ends.
         config = DelivererConfig(owner="test:fair", poll_seconds=0.02, workers=4, backoff=(60.0,))
-        running = Deliverer(core.db, core.clock, config,
-                            webhook=functools.partial(send_webhook, timeout=BOUND)).start()
+        running = Deliverer(core.db, core.clock, config, webhook=functools.partial(
+            send_webhook, timeout=BOUND, guard=Destinations.of(core.settings))).start()
         try:
             trickler.wait(lambda t: t.open_now >= PER_USER, 10, "the slow user's attempts began")
             asked = time.monotonic()

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.attention.notify import channels, policy
 from app.attention.notify.deliverer import Deliverer, DelivererConfig
+from app.attention.notify.destinations import Destinations
 from app.attention.notify.senders import send_webhook
 from tests.integration.receivers import wait_until, webhook_receiver
 from tests.integration.test_notify_outbox import deliveries
@@ -22,7 +23,8 @@ def test_a_failed_fire_reaches_the_owners_webhook_and_a_quiet_success_does_not(r
     with webhook_receiver() as receiver:
         channel = channels.create(rig.core.db, rig.clock, rig.core.settings, rig.alice,
                                   {"kind": "webhook", "url": receiver.url})
-        deliverer = Deliverer(rig.core.db, rig.clock, DelivererConfig(owner="test:fires", poll_seconds=0.02)).start()
+        config = DelivererConfig(owner="test:fires", poll_seconds=0.02, destinations=Destinations.of(rig.core.settings))
+        deliverer = Deliverer(rig.core.db, rig.clock, config).start()
         try:
             quiet = rig.create(name="Quiet")  # notify=failures: its success stays in the inbox
             loud = rig.create(rig.new_chat("Loud"), name="Loud", notify="always")
@@ -51,7 +53,7 @@ def test_a_hanging_webhook_does_not_slow_a_fire(rig_with: Callable[..., Any]) ->
     with webhook_receiver() as receiver:
         receiver.hang = 4.0  # answers only after 4 s, past the sender's 2 s timeout below
         channels.create(rig.core.db, rig.clock, rig.core.settings, rig.alice, {"kind": "webhook", "url": receiver.url})
-        sender = functools.partial(send_webhook, timeout=2.0)
+        sender = functools.partial(send_webhook, timeout=2.0, guard=Destinations.of(rig.core.settings))
         deliverer = Deliverer(rig.core.db, rig.clock, DelivererConfig(owner="test:hang", poll_seconds=0.02),
                               webhook=sender).start()
         try:

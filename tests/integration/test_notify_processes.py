@@ -29,10 +29,13 @@ CHILD = textwrap.dedent("""
     from app.core.clock import SystemClock
     from app.core.db import Database
     from app.attention.notify.deliverer import Deliverer, DelivererConfig
+    from app.attention.notify.destinations import Destinations
     db = Database(sys.argv[1])
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    d = Deliverer(db, SystemClock(), DelivererConfig(owner=sys.argv[2], poll_seconds=0.01, workers=4)).start()
+    config = DelivererConfig(owner=sys.argv[2], poll_seconds=0.01, workers=4,
+                             destinations=Destinations(allow_private=True))  # the receiver is on loopback
+    d = Deliverer(db, SystemClock(), config).start()
     print("ready", flush=True)
     stop.wait(60)
     d.stop(5.0)

@@ -46,7 +46,7 @@ def _finished_at(core, task_id: int, count: int) -> list[float]:
 
 def bench(kind: str, sizes: Sizes) -> list[float]:
     """Emit ``webhook_latency_p50_ms`` / ``_p95_ms`` on ``kind``; returns the samples (ms)."""
-    with prepared(kind, "bench-webhook-") as b, webhook_receiver() as receiver:
+    with prepared(kind, "bench-webhook-", webhook_allow_private=True) as b, webhook_receiver() as receiver:
         core = b.core
         user: User = b.user
         chat = chats.create_chat(core.db, core.clock, user, b.project_id, "bench")
@@ -56,7 +56,7 @@ def bench(kind: str, sizes: Sizes) -> list[float]:
                                                       "notify": "always"})
         group = Schedulers(b.url, b.settings.data_dir, b.tmp / "logs")
         try:
-            group.start(core.db, CHATCRON_RUN_LEASE_SECONDS=60)
+            group.start(core.db, CHATCRON_RUN_LEASE_SECONDS=60, CHATCRON_WEBHOOK_ALLOW_PRIVATE=1)  # loopback receiver
             for i in range(sizes.samples):
                 tasks.run_now(Actor(user), task.id)
                 receiver.wait_for(i + 1, timeout=30)

@@ -167,6 +167,16 @@ CREATE_CASES = [
       "session": "fresh", "notify": "always", "idempotency_key": "k-1"}),
     (["--every", "300", "--overlap", "queue_one"],
      {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "queue_one"}),
+    # SPEC §19: the new overlaps, the queue's cap, which fires tell people
+    (["--every", "300", "--overlap", "queue_all", "--queue-cap", "5"],
+     {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "queue_all", "queue_cap": 5}),
+    (["--every", "300", "--overlap", "replace"],
+     {"schedule": {"kind": "interval", "every_seconds": 300}, "overlap": "replace"}),
+    (["--every", "1h", "--notify-on", "changes"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "notify_on": "changes"}),
+    (["--every", "1h", "--notify-on", "failures", "--notify", "always"],
+     {"schedule": {"kind": "interval", "every_seconds": 3600}, "notify_on": "failures", "notify": "always"}),
+    (["--every", "2h30m"], {"schedule": {"kind": "interval", "every_seconds": 9000}}),
     # issue 23: catch-up window, jitter, active window (SPEC §14)
     (["--every", "1h", "--catchup", "15m"],
      {"schedule": {"kind": "interval", "every_seconds": 3600}, "catchup_window_seconds": 900}),
@@ -206,6 +216,8 @@ CREATE_CASES = [
 @pytest.mark.parametrize(("flags", "expected"), CREATE_CASES,
                          ids=["cron", "cron-macro", "at-offset", "at-z", "at-unix-ms", "every-seconds",
                               "every-minutes", "every-hours", "every-days", "all-options", "overlap-default-named",
+                              "overlap-queue-all-cap", "overlap-replace", "notify-on-changes",
+                              "notify-on-failures-and-notify", "every-compound",
                               "catchup-minutes", "catchup-seconds", "catchup-days", "catchup-none",
                               "catchup-none-upper", "jitter-zero", "jitter-seconds", "jitter-cron",
                               "once-jitter-catchup", "cron-window", "every-starts-unix-ms", "every-ends-only",
@@ -274,7 +286,8 @@ def test_create_without_the_new_flags_sends_none_of_their_keys(stub: Stub) -> No
     result = cli(stub, "create", "--name", "n", "--prompt", "p", "--every", "1h")
     assert result.returncode == 0, result.stderr
     sent = only_request(stub).json
-    assert {"catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at"}.isdisjoint(sent)
+    assert {"catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at", "notify_on", "queue_cap",
+            "pace_min_seconds", "pace_max_seconds"}.isdisjoint(sent)
 
 
 def test_create_refused_for_a_too_large_jitter_shows_the_apis_sentence(stub: Stub) -> None:
@@ -317,8 +330,21 @@ COMMAND_CASES = [
      {"scope": "manage", "chat_id": 3, "project_id": 1, "task_id": None, "run_id": None,
       "expires_at": "2026-01-05T13:00:00.000Z", "owner": "owner@example.com"}),
     (["list"], "GET", "/agent-api/schedules", None, 200, {"schedules": [task()]}),
+    (["run-now", "12", "--overlap", "replace"], "POST", "/agent-api/schedules/12/run-now", {"overlap": "replace"},
+     202, task(status="active")),
+    (["report", "--outcome", "changed"], "POST", "/agent-api/schedules/current/report", {"outcome": "changed"},
+     200, {"task_id": 12, "run_id": 40, "outcome": "changed", "summary": None}),
+    (["report", "--outcome", "no_change", "--summary", "no new release"], "POST",
+     "/agent-api/schedules/current/report", {"outcome": "no_change", "summary": "no new release"}, 200,
+     {"task_id": 12, "run_id": 40, "outcome": "no_change", "summary": "no new release"}),
+    (["next", "--in", "4h"], "POST", "/agent-api/schedules/current/next", {"in_seconds": 14400}, 200,
+     task(status="active", next_run_at="2027-01-04T12:00:00.000Z", next_paced=True)),
+    (["next", "--at", "2027-01-04T12:00:00Z"], "POST", "/agent-api/schedules/current/next",
+     {"at": "2027-01-04T12:00:00+00:00"}, 200,
+     task(status="active", next_run_at="2027-01-04T12:00:00.000Z", next_paced=True)),
 ]
-COMMAND_IDS = ["show", "pause", "run-now", "delete", "complete", "complete-reason", "whoami", "list"]
+COMMAND_IDS = ["show", "pause", "run-now", "delete", "complete", "complete-reason", "whoami", "list",
+               "run-now-overlap", "report", "report-summary", "next-in", "next-at"]
 
 
 @pytest.mark.parametrize(("args", "method", "path", "body", "status", "reply"), COMMAND_CASES, ids=COMMAND_IDS)
@@ -360,12 +386,22 @@ HUMAN_CASES = [
      {"scope": "complete-self", "chat_id": 3, "project_id": 1, "task_id": 12, "run_id": 40,
       "expires_at": "2026-01-05T13:00:00.000Z", "owner": "owner@example.com"},
      ["scope:    complete-self", "chat:     3", "task:     12", "run:      40", "owner:    owner@example.com",
-      "expires:  2026-01-05 13:00Z"]),
+      "expires:  2026-01-05 13:00Z", "complete-current, report and next"]),
+    (["run-now", "12", "--overlap", "queue_all"], "POST", "/agent-api/schedules/12/run-now", task(status="active"),
+     ['asked schedule 12 "daily news" to fire as soon as possible, with overlap queue_all for this call']),
+    (["report", "--outcome", "no_change", "--summary", "no new release"], "POST",
+     "/agent-api/schedules/current/report",
+     {"task_id": 12, "run_id": 40, "outcome": "no_change", "summary": "no new release"},
+     ["reported no_change for this fire (schedule 12, run 40)", "  summary: no new release"]),
+    (["next", "--in", "2h30m"], "POST", "/agent-api/schedules/current/next",
+     task(status="active", next_run_at="2027-01-04T10:30:00.000Z", next_paced=True),
+     ['schedule 12 "daily news": next run 2027-01-04 10:30Z (2027-01-04 11:30 Europe/Paris) (paced by the agent, '
+      "once; the schedule itself is unchanged)"]),
 ]
 
 
 @pytest.mark.parametrize(("args", "method", "path", "reply", "lines"), HUMAN_CASES,
-                         ids=["show", "pause", "run-now", "complete", "whoami"])
+                         ids=["show", "pause", "run-now", "complete", "whoami", "run-now-overlap", "report", "next"])
 def test_human_output(stub: Stub, args: list[str], method: str, path: str, reply: Any, lines: list[str]) -> None:
     stub.answer(method, path, 200, reply)
     result = cli(stub, *args)
@@ -637,6 +673,99 @@ def test_list_stays_compact_with_the_new_fields(stub: Stub) -> None:
     assert len(lines) == 2 and "note" not in lines[1] and len(lines[1]) < 160
 
 
+def test_show_gives_notify_on_pacing_and_a_paced_next_run(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(
+        status="active", next_run_at="2027-01-04T12:00:00.000Z", next_occurrence_at="2027-01-04T12:00:00.000Z",
+        next_paced=True, notify_on="changes", overlap="queue_all", queue_cap=4, pace_min_seconds=1800,
+        pace_max_seconds=86400))
+    lines = cli(stub, "show", "12").stdout.splitlines()
+    for line in [
+        "next run:        2027-01-04 12:00Z (2027-01-04 13:00 Europe/Paris) (paced by the agent)",
+        "notify on:       changes (a fire reported no_change tells nobody; failures always tell)",
+        "overlap:         queue_all (at most 4 waiting; beyond that a fire is skipped)",
+        "pacing:          the agent may move the next fire to 30 min – 1 d from now (`remote-schedule next`, "
+        "during a fire)",
+    ]:
+        assert line in lines, (line, lines)
+
+
+def test_show_of_a_task_that_may_not_pace_says_nothing_of_pacing(stub: Stub) -> None:
+    stub.answer("GET", "/agent-api/schedules/12", 200, task(
+        status="active", next_run_at="2027-01-04T08:00:00.000Z", next_paced=False, notify_on="always",
+        pace_min_seconds=None, pace_max_seconds=None))
+    text = cli(stub, "show", "12").stdout
+    assert "paced" not in text and "pacing:" not in text
+    assert "notify on:       always" in text
+
+
+# -- report and next: during a fire (SPEC §19) --------------------------------------------------
+
+def test_next_outside_the_bounds_exits_2_naming_the_bound(stub: Stub) -> None:
+    message = "pace_max_seconds: the next fire may be moved no later than 14400 s from now"
+    stub.answer("POST", "/agent-api/schedules/current/next", 400, error("invalid", message))
+    result = cli(stub, "next", "--in", "1d")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert only_request(stub).json == {"in_seconds": 86400}
+    assert message in result.stderr
+    assert "pace_max_seconds is the latest a user allows" in result.stderr
+    assert "nothing was changed" in result.stderr and result.stdout == ""
+
+
+def test_next_too_soon_exits_2_naming_the_lower_bound_and_json_prints_the_apis_error(stub: Stub) -> None:
+    body = error("invalid", "pace_min_seconds: the next fire may be moved no sooner than 1800 s from now")
+    stub.answer("POST", "/agent-api/schedules/current/next", 400, body)
+    result = cli(stub, "--json", "next", "--in", "5m")
+    assert result.returncode == 2
+    assert json.loads(result.stdout) == body
+    assert "pace_min_seconds is the soonest a user allows" in result.stderr
+
+
+def test_next_with_a_value_the_api_refuses_is_an_ordinary_refusal(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/current/next", 400,
+                error("invalid", "in_seconds: must be a whole number of seconds from 1 to 31622400"))
+    result = cli(stub, "next", "--in", "400d")
+    assert result.returncode == 1
+    assert "in_seconds: must be a whole number" in result.stderr
+
+
+def test_next_on_a_task_that_may_not_pace_exits_1_with_the_apis_reason(stub: Stub) -> None:
+    reason = "this task does not let its agent pace it; a user may allow it (pace_min_seconds / pace_max_seconds)"
+    stub.answer("POST", "/agent-api/schedules/current/next", 403, error("forbidden", reason))
+    result = cli(stub, "next", "--in", "4h")
+    assert result.returncode == 1
+    assert f"{reason} (HTTP 403)" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["report", "--outcome", "no_change"], ["next", "--in", "1h"]],
+                         ids=["report", "next"])
+def test_report_and_next_after_the_fire_ended_exit_1(stub: Stub, command: list[str]) -> None:
+    path = f"/agent-api/schedules/current/{command[0]}"
+    stub.answer("POST", path, 409, error("conflict", "this fire has already ended; nothing was changed"))
+    result = cli(stub, *command)
+    assert result.returncode == 1
+    assert "this fire has already ended" in result.stderr
+
+
+def test_next_at_a_relative_time_is_sent_as_an_absolute_utc_instant(stub: Stub) -> None:
+    stub.answer("POST", "/agent-api/schedules/current/next", 200, task(status="active", next_paced=True))
+    before = dt.datetime.now(UTC).replace(microsecond=0)
+    result = cli(stub, "next", "--at", "+3h")
+    after = dt.datetime.now(UTC)
+    assert result.returncode == 0, result.stderr
+    sent = only_request(stub).json
+    assert set(sent) == {"at"} and sent["at"].endswith("Z")
+    moment = dt.datetime.fromisoformat(sent["at"].replace("Z", "+00:00"))
+    assert before + dt.timedelta(hours=3) <= moment <= after + dt.timedelta(hours=3)
+
+
+@pytest.mark.parametrize(("duration", "seconds"), [("90s", 90), ("30m", 1800), ("4h", 14400), ("1d", 86400),
+                                                   ("2h30m", 9000), ("1d 2h", 93600), ("600", 600)])
+def test_next_in_takes_durations(stub: Stub, duration: str, seconds: int) -> None:
+    stub.answer("POST", "/agent-api/schedules/current/next", 200, task(status="active", next_paced=True))
+    assert cli(stub, "next", "--in", duration).returncode == 0
+    assert only_request(stub).json == {"in_seconds": seconds}
+
+
 # -- cancel by idempotency key ----------------------------------------------------------------
 
 def test_cancel_deletes_the_task_with_that_key(stub: Stub) -> None:
@@ -835,6 +964,18 @@ USAGE_ERRORS = [
     (["skip-next", "12", "--until", "+1h"], "unrecognized arguments"),
     (["cancel"], "--idempotency-key"),
     (["list", "--verbose"], "unrecognized arguments"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--notify-on", "never"], "argument --notify-on: invalid choice"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--overlap", "queue_all", "--queue-cap", "0"], "--queue-cap"),
+    (["run-now", "12", "--overlap", "always"], "argument --overlap: invalid choice"),
+    (["report"], "the following arguments are required: --outcome"),
+    (["report", "--outcome", "nothing"], "argument --outcome: invalid choice: 'nothing'"),
+    (["report", "--outcome", "changed", "--summary", "x" * 2001],
+     "argument --summary: is 2001 characters long; a summary holds at most 2000"),
+    (["next"], "one of the arguments --in --at is required"),
+    (["next", "--in", "1h", "--at", "+2h"], "argument --at: not allowed with argument --in"),
+    (["next", "--in", "soon"], "argument --in: must be a number of seconds"),
+    (["next", "--in", "0m"], "argument --in: must be a number of seconds"),
+    (["next", "--at", "tomorrow"], "argument --at: 'tomorrow' is not a time"),
 ]
 
 
@@ -862,7 +1003,7 @@ def test_empty_stdin_prompt_is_a_usage_error(stub: Stub) -> None:
 # -- help ----------------------------------------------------------------------------------------
 
 COMMANDS = ["create", "list", "show", "pause", "skip-next", "arm", "resume", "run-now", "delete", "cancel",
-            "complete-current", "whoami"]
+            "complete-current", "report", "next", "whoami"]
 
 
 def test_main_help_teaches_drafts_user_only_arming_and_exit_codes() -> None:
@@ -917,3 +1058,25 @@ def test_skip_next_help_says_what_is_refused() -> None:
 def test_arm_and_resume_help_say_they_are_for_users(command: str) -> None:
     text = run(command, "--help", url=None, token=None).stdout
     assert "reserved" in text and "user" in text and "exit 1" in text
+
+
+def test_report_help_explains_quiet_fires() -> None:
+    text = " ".join(run("report", "--help", url=None, token=None).stdout.split())
+    for needle in ["changed", "no_change", "failed", "notify_on", "tells nobody", "no webhook, email, browser "
+                   "notification or inbox item", '"nothing new" card', "A fire without a report counts as changed",
+                   "always notifies"]:
+        assert needle in text, needle
+
+
+def test_next_help_explains_bounds_and_the_unchanged_schedule() -> None:
+    text = " ".join(run("next", "--help", url=None, token=None).stdout.split())
+    for needle in ["--in DURATION", "--at INSTANT", "2h30m", "once", "schedule itself is unchanged",
+                   "paced by the agent", "exits 2 naming the bound", "pace_min_seconds", "pace_max_seconds"]:
+        assert needle in text, needle
+
+
+def test_create_help_explains_the_new_overlaps_and_notify_on() -> None:
+    text = " ".join(run("create", "--help", url=None, token=None).stdout.split())
+    for needle in ["queue_one|skip|replace|queue_all", "--queue-cap N", "queue full", "--notify-on",
+                   "always|changes|failures", "tells nobody", '"nothing new" card']:
+        assert needle in text, needle

@@ -3,9 +3,15 @@
 Directives (anywhere in the prompt, one per line, run in order before the reply):
 ``/sleep N`` works for N seconds; ``/schedule <remote-schedule create flags>`` creates a
 schedule through the real ``scripts/remote-schedule`` CLI of the workspace; ``/complete [reason]``
-runs ``remote-schedule complete-current``. The CLI runs as an agent's tool would: in the agent
-sandbox (``app.agents.sandbox``), with the system's ``python3``. After the reply: ``/fail`` fails the turn; ``/marker``
-ends the reply with the completion marker.
+runs ``remote-schedule complete-current``; ``/report <outcome> [summary words]`` runs
+``remote-schedule report --outcome <outcome> [--summary "<words>"]``; ``/next <duration>`` runs
+``remote-schedule next --in <duration>``. The CLI runs as an agent's tool would: in the agent
+sandbox (``app.agents.sandbox``), with the system's ``python3``. After the reply: ``/fail`` fails
+the turn; ``/marker`` ends the reply with the completion marker.
+
+Directives are read from the prompt only: a trigger call's payload (the fenced untrusted block,
+``envelope.with_payload``) is data, so a ``/complete`` line in it is never obeyed — as a careful
+agent would not follow instructions found in data. The reply still echoes it.
 """
 
 from __future__ import annotations
@@ -40,6 +46,16 @@ def directives(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("/")]
 
 
+def own_text(text: str) -> tuple[str, str]:
+    """(what the turn's text says without a fire's appended skill text, the same without a trigger
+    call's payload too): the first is echoed, only the second is obeyed."""
+    # the payload goes first: a payload holding the skill separator must not cut the text short
+    prompt = envelope.without_payload(text)
+    obeyed = prompt.split(SKILL_SEPARATOR, 1)[0]
+    skill = prompt[len(obeyed):]
+    # the skill text is the tail of both; a separator inside the prompt itself falls back to the first one
+    shown = text[: len(text) - len(skill)] if text.endswith(skill) else text.split(SKILL_SEPARATOR, 1)[0]
+    return shown, obeyed
 
 
 def reply_for(text: str) -> str:
@@ -64,8 +80,8 @@ class DemoProvider:
         self.settings = settings or Settings()
 
     def run(self, request: TurnRequest, emit: Emit, cancel: threading.Event) -> None:
-        text = request.text.split(SKILL_SEPARATOR, 1)[0]  # a fire's appended skill text is for real agents
-        lines = directives(text)
+        text, obeyed = own_text(request.text)  # a fire's appended skill text is for real agents
+        lines = directives(obeyed)
         for line in lines:
             match = _SLEEP.match(line)
             if match:
@@ -78,6 +94,14 @@ class DemoProvider:
             elif line.startswith("/complete"):
                 reason = line.removeprefix("/complete").strip()
                 self._tool(request, ["complete-current", *(["--reason", reason] if reason else [])], emit)
+            elif line.startswith("/report ") or line == "/report":
+                # "/report no_change nothing new" → --outcome no_change --summary "nothing new"
+                outcome, _, summary = line.removeprefix("/report").strip().partition(" ")
+                args = ["report", *(["--outcome", outcome] if outcome else [])]
+                self._tool(request, args + (["--summary", summary.strip()] if summary.strip() else []), emit)
+            elif line.startswith("/next ") or line == "/next":
+                duration = line.removeprefix("/next").split()[:1]
+                self._tool(request, ["next", *(["--in", *duration] if duration else [])], emit)
         self._stream(reply_for(text), emit, cancel)
         if "/fail" in lines:
             raise ProviderError("demo failure requested with /fail")

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from app.attention.notify import deliverer, outbox
+from app.attention.notify.destinations import STRICT, Destinations
 from app.core.attention_tables import AttentionKind, ChannelKind, Delivery, NotificationChannel
 from app.core.clock import Clock, rfc3339
 from app.core.config import Settings
@@ -30,8 +31,9 @@ LOG_LIMIT = 50  # deliveries per page of a channel's log unless ``limit`` says o
 LOG_MAX = 500
 
 
-def check_url(value: Any) -> str:
-    """An http(s) URL with a host; anything else is refused naming ``url``."""
+def check_url(value: Any, destinations: Destinations = STRICT) -> str:
+    """An http(s) URL with a host that ``destinations`` allows (decided on the URL alone: nothing is
+    looked up or sent; a name's addresses are checked at each delivery); else refused naming ``url``."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("url", "is required: the http:// or https:// address to POST events to")
     url = value.strip()
@@ -46,6 +48,9 @@ def check_url(value: Any) -> str:
         raise InvalidInput("url", "must be an http:// or https:// URL")
     if not parts.hostname or any(c.isspace() for c in url):
         raise InvalidInput("url", "must name a host (http://host/path)")
+    if not destinations.allows_host(parts.hostname):
+        raise InvalidInput("url", "points into the server's own network (a loopback, private, link-local or "
+                                  "metadata address): not allowed unless CHATCRON_WEBHOOK_ALLOW_PRIVATE=1")
     return url
 
 
@@ -81,7 +86,7 @@ def create(db: Database, clock: Clock, settings: Settings, user: User, body: dic
         raise InvalidInput(extra[0], f"unknown field for a {kind} channel")
     events = check_events(body.get("events"))
     if kind == ChannelKind.WEBHOOK.value:
-        target, secret = check_url(body.get("url")), secrets.token_hex(32)
+        target, secret = check_url(body.get("url"), Destinations.of(settings)), secrets.token_hex(32)
     else:
         target, secret = check_address(body.get("address")), None
         if not settings.smtp_url:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from app.attention.notify import outbox, policy
+from app.attention.notify.destinations import STRICT, Destinations
 from app.attention.notify.senders import TIMEOUT_SECONDS, Mailer, send_webhook
 from app.core.clock import Clock
 from app.core.config import Settings
@@ -44,6 +45,7 @@ class DelivererConfig:
     backoff: Sequence[float] = policy.BACKOFF_SECONDS
     fan_out_batch: int = 100
     prune_every_seconds: float = 3600.0  # settled deliveries older than outbox.KEEP_DAYS are forgotten
+    destinations: Destinations = STRICT  # where webhooks may connect (CHATCRON_WEBHOOK_ALLOW_PRIVATE)
 
 
 _LOCAL: weakref.WeakSet[Deliverer] = weakref.WeakSet()  # this process's running deliverers
@@ -55,17 +57,19 @@ def kick_local() -> None:
         deliverer.kick()
 
 
-def config_for(role: str, attempt_seconds: float = TIMEOUT_SECONDS) -> DelivererConfig:
+def config_for(role: str, attempt_seconds: float = TIMEOUT_SECONDS,
+               destinations: Destinations = STRICT) -> DelivererConfig:
     """A process's deliverer: its lease outlasts an attempt with room to record the result."""
     return DelivererConfig(owner=f"{role}:{instance_id()}", attempt_seconds=attempt_seconds,
-                           lease_seconds=max(60.0, 3 * attempt_seconds))
+                           lease_seconds=max(60.0, 3 * attempt_seconds), destinations=destinations)
 
 
 class Deliverer:
     def __init__(self, db: Database, clock: Clock, config: DelivererConfig, webhook: Sender | None = None,
                  email: Sender | None = None) -> None:
         self.db, self.clock, self.config = db, clock, config
-        self._webhook = webhook or functools.partial(send_webhook, timeout=config.attempt_seconds)
+        self._webhook = webhook or functools.partial(send_webhook, timeout=config.attempt_seconds,
+                                                     guard=config.destinations)
         self._email = email
         self._stop = threading.Event()
         self._kick = threading.Event()
@@ -79,7 +83,7 @@ class Deliverer:
     def for_settings(cls, db: Database, clock: Clock, settings: Settings, role: str) -> Deliverer:
         smtp, seconds = settings.smtp, settings.notify_attempt_seconds
         mailer = Mailer(smtp, settings.smtp_from, timeout=seconds).send if smtp is not None else None
-        return cls(db, clock, config_for(role, seconds), email=mailer)
+        return cls(db, clock, config_for(role, seconds, Destinations.of(settings)), email=mailer)
 
     def start(self) -> Deliverer:
         if self._thread is None:

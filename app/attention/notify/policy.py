@@ -6,6 +6,7 @@ the next one waits ``backoff[n - 1]`` seconds; when no wait is left it is ``fail
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as dt
 import hashlib
@@ -19,6 +20,8 @@ from app.core.attention_tables import AttentionKind, DeliveryState
 BACKOFF_SECONDS: tuple[float, ...] = (10, 30, 120, 600, 3600)  # waits after attempts 1..5; the 6th is the last
 TEST_KIND = "test"  # a "send test" delivery's kind (no attention event behind it)
 SIGNATURE_HEADER = "X-Chatcron-Signature"
+STANDARD_PREFIX = "whsec_"  # a Standard Webhooks secret: the key's base64 follows
+USER_AGENT = "chatcron"
 ERROR_MAX = 500  # characters of an attempt's error kept in last_error
 
 _TITLES = {AttentionKind.FIRE_FINISHED.value: "Fire finished", AttentionKind.FIRE_FAILED.value: "Fire failed",
@@ -101,6 +104,33 @@ def sign(secret: str, body: bytes) -> str:
 def verify(secret: str, body: bytes, header: str) -> bool:
     """What a receiver does: recompute the signature and compare in constant time."""
     return hmac.compare_digest(sign(secret, body), header or "")
+
+
+def standard_key(secret: str) -> bytes:
+    """The Standard Webhooks key of a channel secret: a ``whsec_<base64>`` secret is the bytes its
+    base64 stands for (the spec's form); any other — chatcron's channel secrets are 64 hex
+    characters — is its own UTF-8 bytes, which a receiver passes as bytes:
+    ``standardwebhooks.Webhook(secret.encode())`` (or ``Webhook("whsec_" + base64(secret))``)."""
+    if secret.startswith(STANDARD_PREFIX):
+        return base64.b64decode(secret[len(STANDARD_PREFIX):] + "==")
+    return secret.encode()
+
+
+def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,`` + base64 HMAC-SHA256 of ``"{id}.{timestamp}.{body}"``."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(standard_key(secret), signed, hashlib.sha256).digest()).decode()
+
+
+def webhook_headers(job_id: int, kind: str, secret: str, body: bytes, timestamp: int) -> dict[str, str]:
+    """Every header of a webhook POST but the transport's: chatcron's own, and the Standard Webhooks
+    ones — ``webhook-id`` is the delivery's id (the same on every retry: a receiver refuses a
+    replay by it), ``webhook-timestamp`` the attempt's Unix time in whole seconds."""
+    msg_id = str(job_id)
+    return {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Chatcron-Event": kind,
+            "X-Chatcron-Delivery": msg_id, SIGNATURE_HEADER: sign(secret, body),
+            "webhook-id": msg_id, "webhook-timestamp": str(timestamp),
+            "webhook-signature": standard_signature(secret, msg_id, timestamp, body)}
 
 
 def webhook_body(kind: str, payload: dict[str, Any], *, chat_id: int | None, at: str | None,

@@ -6,6 +6,10 @@ the other side behaves (CHATCRON_NOTIFY_ATTEMPT_SECONDS). A socket timeout alone
 it bounds each read, and a receiver that sends one header line every few seconds never trips it.
 So each attempt has an :class:`AttemptDeadline` that shuts the attempt's sockets down when its time
 is up; the blocked read returns at once and the attempt is a failed one (retried with back-off).
+
+A webhook connects only where its :class:`~app.attention.notify.destinations.Destinations` lets
+it, on the first URL and on every redirect, and its failure is told in a status code or a few
+fixed words: the delivery log is no window on what a receiver (or an internal service) answers.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import errno
+import functools
 import http.client
 import os
 import smtplib
@@ -20,19 +26,19 @@ import socket
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
-from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from app.attention.notify import policy
+from app.attention.notify.destinations import REFUSED, STRICT, DestinationRefused, Destinations
 from app.attention.notify.outbox import Job
 from app.core.config import SmtpServer
 
 TIMEOUT_SECONDS = 10.0  # the default bound of one attempt (Settings.notify_attempt_seconds)
-USER_AGENT = "chatcron"
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5  # hops followed after the first POST
 ANSWER_MAX_BYTES = 65536  # of a webhook's answer body read (and dropped); the rest is not waited for
 
 
@@ -111,69 +117,117 @@ def _watched(sock: socket.socket) -> socket.socket:
 
 
 class _HTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = lambda *a, **k: _watched(socket.create_connection(*a, **k))
+    """Connects only where ``guard`` lets it — to the very address it checked — with the socket
+    watched by the attempt's deadline."""
+
+    def __init__(self, host: str, port: int | None, *, timeout: float, guard: Destinations) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._create_connection = lambda *a, **k: _watched(guard.connect(*a, **k))
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = lambda *a, **k: _watched(socket.create_connection(*a, **k))  # before TLS
+    """As :class:`_HTTPConnection`; TLS then names the URL's host (SNI, certificate check)."""
+
+    def __init__(self, host: str, port: int | None, *, timeout: float, guard: Destinations) -> None:
+        super().__init__(host, port, timeout=timeout, context=_tls())
+        self._create_connection = lambda *a, **k: _watched(guard.connect(*a, **k))  # before TLS
 
 
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPConnection, req)
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
 
 
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPSConnection, req, context=self._context)
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+    status: int
+    location: str | None = None  # a redirect's Location
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A webhook answers where it is; following a redirect would re-send the body elsewhere."""
+def _post(url: str, body: bytes, headers: dict[str, str], timeout: float, guard: Destinations) -> _Answer:
+    """One POST of ``body``; a 2xx answer is read to its end (up to ANSWER_MAX_BYTES)."""
+    parts = urlsplit(url)
+    connection_class = _HTTPSConnection if parts.scheme == "https" else _HTTPConnection
+    conn = connection_class(parts.hostname or "", parts.port, timeout=timeout, guard=guard)
+    try:
+        conn.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body=body,
+                     headers={**headers, "Connection": "close"})
+        answer = conn.getresponse()
+        if 200 <= answer.status < 300:
+            answer.read(ANSWER_MAX_BYTES)
+        return _Answer(answer.status, answer.getheader("Location") if answer.status in REDIRECTS else None)
+    finally:
+        conn.close()
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # urllib calls it with these
-        return None
+
+def _next_hop(url: str, location: str) -> str | None:
+    target = urljoin(url, location.strip())
+    parts = urlsplit(target)
+    return target if parts.scheme in ("http", "https") and parts.hostname else None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirects, _HTTPHandler, _HTTPSHandler)
-
-
-def webhook_request(job: Job) -> urllib.request.Request:
-    """The POST of a webhook delivery: the exact stored body, signed with the channel's secret."""
+def _exchange(job: Job, timeout: float, guard: Destinations) -> policy.Outcome:
+    """POST the body, following redirects: a webhook is this POST wherever the receiver points
+    (a redirect followed as a GET would deliver nothing), so every hop gets the same body and
+    headers, and every hop's connection passes ``guard``."""
     body = job.body.encode()
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Chatcron-Event": job.kind,
-               "X-Chatcron-Delivery": str(job.id), policy.SIGNATURE_HEADER: policy.sign(job.secret or "", body)}
-    return urllib.request.Request(job.target, data=body, headers=headers, method="POST")
+    # The receiver checks webhook-timestamp against its own clock: the real time of this attempt,
+    # not the deliverer's Clock (a test's is fake).
+    headers = policy.webhook_headers(job.id, job.kind, job.secret or "", body, int(time.time()))
+    url = job.target
+    for _ in range(MAX_REDIRECTS + 1):
+        answer = _post(url, body, headers, timeout, guard)
+        if answer.location is None:
+            if 200 <= answer.status < 300:
+                return policy.Outcome(True, answer.status)
+            return policy.Outcome(False, answer.status, f"HTTP {answer.status}")
+        next_url = _next_hop(url, answer.location)
+        if next_url is None:
+            return policy.Outcome(False, answer.status, f"HTTP {answer.status}: a redirect to no http(s) URL")
+        url = next_url
+    return policy.Outcome(False, answer.status, f"HTTP {answer.status}: more than {MAX_REDIRECTS} redirects")
 
 
-def send_webhook(job: Job, timeout: float = TIMEOUT_SECONDS) -> policy.Outcome:
-    """POST the body; a 2xx answer read to its end within ``timeout`` seconds (in all) is delivered,
-    anything else is not."""
+# What the log says of an exchange that ended before a status: fixed words, never the other side's
+# (a status line's reason, a banner, a certificate's names, an internal service's error text).
+_FAILURES: tuple[tuple[type[BaseException], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (TimeoutError, "timed out"),
+    (socket.gaierror, "name not resolved"),
+    (ssl.SSLCertVerificationError, "TLS certificate not accepted"),
+    (ssl.SSLError, "TLS failed"),
+    (ConnectionError, "connection closed"),  # reset, aborted, a broken pipe, closed before any answer
+    (http.client.HTTPException, "not an HTTP answer"),
+    (ValueError, "not a valid URL"),
+)
+_UNREACHABLE = (errno.EHOSTUNREACH, errno.ENETUNREACH)
+
+
+def failure_words(exc: BaseException) -> str:
+    """The delivery log's words for an exchange that failed with ``exc``."""
+    for kind, words in _FAILURES:
+        if isinstance(exc, kind):
+            return words
+    return "unreachable" if isinstance(exc, OSError) and exc.errno in _UNREACHABLE else "connection failed"
+
+
+def send_webhook(job: Job, timeout: float = TIMEOUT_SECONDS, guard: Destinations = STRICT) -> policy.Outcome:
+    """POST the body (and again on up to MAX_REDIRECTS redirects); a 2xx answer read to its end
+    within ``timeout`` seconds (in all) is delivered, anything else is not. The log gets the status
+    code or a few fixed words, never more of the receiver's answer."""
     deadline = AttemptDeadline(timeout)
     with deadline.running():
         try:
-            with _OPENER.open(webhook_request(job), timeout=timeout) as answer:
-                status = answer.status
-                answer.read(ANSWER_MAX_BYTES)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            if deadline.expired:
-                return policy.Outcome(False, None, deadline.reason())
-            return policy.Outcome(False, exc.code, f"HTTP {exc.code} {exc.reason}")
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-            if deadline.expired:
-                return policy.Outcome(False, None, deadline.reason())
-            reason = getattr(exc, "reason", exc)
-            return policy.Outcome(False, None, f"{type(exc).__name__}: {reason}")
+            outcome = _exchange(job, timeout, guard)
+        except DestinationRefused:
+            # Final: no back-off makes the rule allow it, and each retry would be one more probe of
+            # the server's own network; the next event's delivery checks again.
+            return policy.Outcome(False, None, REFUSED, final=True)
+        except (http.client.HTTPException, OSError, ValueError) as exc:
+            outcome = policy.Outcome(False, None, failure_words(exc))
     if deadline.expired:  # a cut-off answer can parse as a complete one: it was not
         return policy.Outcome(False, None, deadline.reason())
-    if 200 <= status < 300:
-        return policy.Outcome(True, status)
-    return policy.Outcome(False, status, f"HTTP {status}")
+    return outcome
 
 
 class _SMTP(smtplib.SMTP):

@@ -63,7 +63,10 @@ def _secret() -> rx.Component:
                         " — copy it now: it is shown only this once.", size="2"),
                 rx.code(NotificationsState.new_secret, custom_attrs={"data-testid": "channel-secret"},
                         style={"word_break": "break-all"}),
-                rx.text("Each POST carries X-Chatcron-Signature: sha256=<HMAC-SHA256 of the body with this secret>.",
+                rx.text("Each POST carries X-Chatcron-Signature: sha256=<HMAC-SHA256 of the body with this secret>, "
+                        "and Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) keyed "
+                        "with this secret's bytes: verify with standardwebhooks' Webhook(secret.encode()), or "
+                        "Webhook(\"whsec_\" + base64(secret)) in other languages.",
                         size="1", color_scheme="gray"),
                 rx.hstack(
                     rx.button(rx.icon("copy", size=14), "Copy", size="1", variant="soft",
