@@ -45,7 +45,8 @@ class GrantView:
         """Raise Forbidden unless this grant has ``scope``."""
         if self.scope != scope:
             if self.scope == Scope.COMPLETE_SELF:
-                raise Forbidden("a scheduled fire's token can only complete its own task (complete-current)")
+                raise Forbidden("a scheduled fire's token can only complete its own task (complete-current), "
+                                "report on its fire (report) or pace its next fire (next)")
             raise Forbidden(f"this token's scope ({self.scope.value}) does not allow that")
 
 

@@ -103,8 +103,8 @@ class FireOps:
         row = s.get(TaskRun, task_run_id)
         if task is None or row is None or row.task_id != task_id:
             raise NotFound(f"no schedule with id {task_id}")
-        if row.status != RunOutcome.RUNNING.value:
-            raise Conflict("this fire has already ended; nothing was changed")
+        if row.status != RunOutcome.RUNNING.value or task.active_run_id != task_run_id:
+            raise Conflict("this turn no longer holds the schedule's claim; nothing was changed")
         return task, row
 
     def report(self, task_id: int, task_run_id: int, outcome: object, summary: object) -> TaskRun:

@@ -77,6 +77,8 @@ ENDPOINTS = [
     Endpoint("arm", "POST", "/agent-api/schedules/{tid}/arm"),
     Endpoint("resume", "POST", "/agent-api/schedules/{tid}/resume"),
     Endpoint("complete", "POST", "/agent-api/schedules/current/complete", {"reason": "the goal is reached"}),
+    Endpoint("report", "POST", "/agent-api/schedules/current/report", {"outcome": "no_change", "summary": "same"}),
+    Endpoint("next", "POST", "/agent-api/schedules/current/next", {"in_seconds": 7200}),
 ]
 
 # Callers, as the columns of docs/SECURITY.md name them.
@@ -94,20 +96,20 @@ CALLER_LABELS = {
     "no-token": "no token",
 }
 
-#                 whoami list create get patch   patch   delete pause run-  skip- arm  resume complete
+#                 whoami list create get patch   patch   delete pause run-  skip- arm  resume complete report next
 #                                        name    prompt               now   next
 EXPECTED: dict[str, tuple[int, ...]] = {
-    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 200, 403, 403, 403),
-    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200),
-    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409),
-    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403),
-    "expired":       (401,) * 13,
-    "revoked":       (401,) * 13,
-    "forged":        (401,) * 13,
-    "user-token":    (401,) * 13,
-    "no-token":      (401,) * 13,
+    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 200, 403, 403, 403, 403, 403),
+    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200, 200, 200),
+    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409, 409, 409),
+    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    "expired":       (401,) * 15,
+    "revoked":       (401,) * 15,
+    "forged":        (401,) * 15,
+    "user-token":    (401,) * 15,
+    "no-token":      (401,) * 15,
 }  # fmt: skip
 
 ERROR_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
@@ -168,7 +170,8 @@ class World:
         place = Place(chats.create_chat(self.core.db, self.clock, self.alice, self.project, "Plans").id,
                       self.project, self.alice)
         task, created = self.tasks.create(Actor(self.alice), place.chat,
-                                          {"name": "Watch CI", "prompt": "Check CI.", "schedule": HOUR})
+                                          {"name": "Watch CI", "prompt": "Check CI.", "schedule": HOUR,
+                                           "pace_min_seconds": 600, "pace_max_seconds": 86400})
         assert created and task.status == TaskStatus.ACTIVE.value
         now = self.clock.now()
         with self.core.db.write() as s:
@@ -371,11 +374,29 @@ def _completed(w: World, t: Target, caller: str, place: Place, response: Any, be
              last_error=None)(w, t, caller, place, response, before, after=patched)
 
 
+def _reported(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
+    """Only the fire's own record changed: its outcome and summary."""
+    after = Snapshot.take(w.core)
+    assert after.outside_tasks() == before.outside_tasks() and after.tasks == before.tasks
+    others = [{i: r for i, r in snap.runs.items() if i != t.claim} for snap in (before, after)]
+    assert others[0] == others[1]
+    assert {**after.runs[t.claim], "outcome": None, "summary": None} == \
+           {**before.runs[t.claim], "outcome": None, "summary": None}
+    assert (after.runs[t.claim]["outcome"], after.runs[t.claim]["summary"]) == ("no_change", "same")
+    assert response.json()["run_id"] == t.claim
+
+
+def _paced(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
+    target = w.clock.now() + dt.timedelta(seconds=7200)
+    _changed(next_run_at=target, next_occurrence_at=None, paced_at=target)(w, t, caller, place, response, before)
+    assert response.json()["next_paced"] is True
+
+
 EFFECTS: dict[str, Callable[..., None]] = {
     "whoami": _reads, "list": _reads, "get": _reads, "create": _created, "delete": _deleted,
     "patch-name": _changed(name="Renamed by the agent"), "pause": _changed(status="paused", paused_by="agent"),
     "run-now": _run_now, "skip-next": _skipped,
-    "complete": _completed,
+    "complete": _completed, "report": _reported, "next": _paced,
 }
 
 
@@ -426,11 +447,13 @@ def test_the_matrix_covers_every_agent_route() -> None:
 
 
 def test_a_fires_grant_can_only_complete_its_own_task_and_say_who_it_is(world: World) -> None:
-    """Generated from the routes, not the matrix: whatever endpoint is added, a fire's token cannot use it."""
+    """Generated from the routes, not the matrix: whatever endpoint is added, a fire's token cannot use it
+    (but to complete, report on or pace its own fire)."""
     target = world.target()
     token, _ = CALLERS["complete-self"](world, target)
     bodies = {("POST", "/agent-api/schedules"): CREATE_BODY, ("PATCH", "/agent-api/schedules/{tid}"): {"name": "x"}}
-    allowed = {("GET", "/agent-api/whoami"), ("POST", "/agent-api/schedules/current/complete")}
+    allowed = {("GET", "/agent-api/whoami"), ("POST", "/agent-api/schedules/current/complete"),
+               ("POST", "/agent-api/schedules/current/report"), ("POST", "/agent-api/schedules/current/next")}
     before = Snapshot.take(world.core)
     refused = [(method, path) for method, path in agent_routes() if (method, path) not in allowed]
     assert len(refused) >= 9
