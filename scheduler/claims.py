@@ -209,6 +209,12 @@ def mark_started_in(s: Session, now: dt.datetime, started: list[tuple[Fire, int]
                                        for fire, run_id in started])
     s.exec(sa.update(ScheduledTask), params=[{"id": fire.task_id, "last_fire_started_at": now}
                                              for fire, _ in started])
+    # a replace asked while the claim had no turn yet (SPEC §19): its stop request goes on the turn now
+    replaced = [run_id for run_id, in s.exec(select(TaskRun.run_id).where(
+        TaskRun.id.in_([fire.task_run_id for fire, _ in started]), TaskRun.superseded_by.is_not(None)))]
+    if replaced:
+        s.exec(sa.update(Run).where(Run.id.in_(replaced), Run.stop_requested_by.is_(None))
+               .values(stop_requested_by=fire_queue.SUPERSEDED_BY))
 
 
 def release_busy(db: Database, now: dt.datetime, fire: Fire, limits: d.Limits) -> None:
@@ -244,7 +250,7 @@ _TASK = sa.select(_TASKS_T).where(_TASKS_T.c.id == sa.bindparam("b_id"))
 _TASK_LOCKED = _TASK.with_for_update()
 _END_RECORD = _RUNS_T.update().where(_RUNS_T.c.id == sa.bindparam("b_id")).values(
     status=sa.bindparam("b_status"), finished_at=sa.bindparam("b_now"), error=sa.bindparam("b_error"),
-    quiet=sa.bindparam("b_quiet"))
+    quiet=sa.bindparam("b_quiet"), superseded_by=sa.bindparam("b_superseded_by"))
 
 
 def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succeeded: bool, output: str,
@@ -259,26 +265,39 @@ def finish_in(s: Session, db: Database, now: dt.datetime, task_run_id: int, succ
     if row is None or row.status != RunOutcome.RUNNING.value:
         return None
     task = _locked_task(conn, db, row.task_id)
-    result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits) \
-        if task is not None else d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
-    outcome = RunOutcome.SUPERSEDED if row.superseded_by and not succeeded else result.outcome
-    quiet = outcome == RunOutcome.SUPERSEDED or (  # a superseded fire is nobody's news: the newer one is
+    superseded = bool(row.superseded_by) and not succeeded  # a replace's stop reached it (SPEC §19)
+    if task is None:
+        result = d.Finish(RunOutcome.SUCCEEDED if succeeded else RunOutcome.FAILED, {})
+    elif superseded:
+        result = d.decide_superseded(task_view(task), now)
+    else:
+        result = d.decide_finish(task_view(task), Trigger(row.trigger), succeeded, output, error, now, limits)
+    outcome = result.outcome
+    quiet = superseded or (  # a superseded fire is nobody's news: the newer one is
         task is not None and fire_rules.is_quiet(task.notify_on, succeeded, output, row.outcome))
     conn.execute(_END_RECORD, {"b_id": row.id, "b_status": outcome.value, "b_now": now, "b_error": error,
-                               "b_quiet": quiet})
+                               "b_quiet": quiet, "b_superseded_by": row.superseded_by if superseded else None})
     if task is not None and task.active_run_id == row.id:
         _write_task(conn, task.id, result.changes, now)
-        fire_queue.advance(conn, task.id, now)
         settle_waiting(conn, task.id, (bool(task.pending_run), task.pending_occurrence_at),
                        (result.changes.get("pending_run", bool(task.pending_run)),
                         result.changes.get("pending_occurrence_at", task.pending_occurrence_at)),
                        str(getattr(status := result.changes.get("status", task.status), "value", status)), now)
+        fire_queue.advance(conn, task.id, now, _not_before(task, result, now, limits))
         attention.record(conn, rec.fire_events(task, result.changes, outcome, row.run_id, row.id, output,
                                                error, now, quiet=quiet, reported=row.outcome))
         run_count = result.changes.get("run_count", task.run_count)
         if run_count > history_limit or run_count % PRUNE_EVERY == 0:
             prune_history(s, task.id, history_limit)
     return outcome
+
+
+def _not_before(task: sa.Row, result: d.Finish, now: dt.datetime, limits: d.Limits) -> dt.datetime | None:
+    """When the next fire waiting in line may start: after a failure that counts, its back-off."""
+    failures = result.changes.get("consecutive_failures", task.consecutive_failures)
+    if failures <= task.consecutive_failures or failures == 0:
+        return None
+    return now + dt.timedelta(seconds=d.backoff_seconds(failures, limits.backoff_seconds, limits.backoff_cap_seconds))
 
 
 def _locked_task(conn: sa.Connection, db: Database, task_id: int) -> sa.Row | None:
@@ -326,6 +345,10 @@ def abandon(db: Database, now: dt.datetime, task_run_id: int) -> bool:
         if task is not None and task.active_run_id == row.id:
             changes = d.decide_abandoned(task_view(task), Trigger(row.trigger))
             _write_task(s.connection(), task.id, changes, now)
+            status = changes.get("status", task.status)
+            settle_waiting(s.connection(), task.id, (bool(task.pending_run), task.pending_occurrence_at),
+                           (bool(task.pending_run), task.pending_occurrence_at), str(getattr(status, "value", status)),
+                           now)
             fire_queue.advance(s.connection(), task.id, now)
             attention.record(s.connection(), rec.fire_events(task, changes, RunOutcome.ABANDONED, row.run_id,
                                                              row.id, "", d.ABANDONED_REASON, now))

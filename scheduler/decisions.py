@@ -78,6 +78,8 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
         return Claim(Action.NOTHING)
     forced = due.trigger in FORCED
     if due.coalesce_only:  # one follow-up stands for every deadline missed meanwhile
+        if task.overlap == Overlap.QUEUE_ALL:  # ... but under queue_all every deadline waits in line
+            return _in_line(task, now, plan, facts.in_line)
         return Claim(Action.QUEUE, due, _consume(task, due, now, plan))
     if not forced and task.max_runs is not None and task.run_count >= task.max_runs:
         return Claim(Action.EXHAUST, due, {"status": TaskStatus.EXHAUSTED, "pending_run": False,
@@ -120,14 +122,12 @@ def decide_claim(task: TaskView, now: dt.datetime, facts: Facts, limits: Limits,
 def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Occurrences, in_line: int = 0) -> Claim:
     """The chat has a claim in flight: coalesce into one follow-up, wait in line, replace the task's
     own fire, or record a skip (SPEC §3, §19)."""
+    if task.overlap == Overlap.QUEUE_ALL and _deadline_passed(task, now):  # the deadline waits in line
+        return _in_line(task, now, next_after, in_line)
     changes = _consume(task, due, now, next_after)
-    if due.trigger == Trigger.SCHEDULE and task.overlap == Overlap.QUEUE_ALL:
-        if in_line >= task.queue_cap:
-            return Claim(Action.SKIP, due, changes, note=QUEUE_FULL)
-        return Claim(Action.ENQUEUE, due, changes)
     if due.trigger == Trigger.SCHEDULE and task.overlap == Overlap.REPLACE and task.active_run_id:
         return Claim(Action.REPLACE, due, changes)
-    if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
+    if due.trigger in FORCED or task.overlap != Overlap.SKIP or due.trigger == Trigger.FOLLOW_UP:
         if task.pending_run and due.trigger == Trigger.FOLLOW_UP and not changes:
             return Claim(Action.NOTHING, due)  # already queued; the finished run wakes the loop
         forced = due.trigger if due.trigger in FORCED else task.pending_forced
@@ -139,6 +139,21 @@ def _overlap(task: TaskView, due: Due, now: dt.datetime, next_after: NextFn | Oc
     if task.kind == "once":
         changes.update(status=TaskStatus.ERROR, last_error=ONCE_SKIPPED)
     return Claim(Action.SKIP, due, changes)
+
+
+def _deadline_passed(task: TaskView, now: dt.datetime) -> bool:
+    return task.status == TaskStatus.ACTIVE and task.next_run_at is not None and task.next_run_at <= now
+
+
+def _in_line(task: TaskView, now: dt.datetime, next_after: NextFn | Occurrences, in_line: int) -> Claim:
+    """overlap=queue_all: the regular deadline that passed gets its own ``queued`` record in line
+    (SPEC §19) — or, with queue_cap fires already waiting, a ``skipped`` one ("queue full")."""
+    planned = task.next_run_at if task.next_run_at != task.next_nominal else None
+    due = Due(task.next_nominal, Trigger.SCHEDULE, planned_at=planned)
+    changes = _consume(task, due, now, next_after)
+    if in_line >= task.queue_cap:
+        return Claim(Action.SKIP, due, changes, note=QUEUE_FULL)
+    return Claim(Action.ENQUEUE, due, changes)
 
 
 QUEUE_FULL = "queue full"  # overlap=queue_all: the line already holds queue_cap fires
@@ -171,7 +186,7 @@ def decide_busy(task: TaskView, due: Due, now: dt.datetime, limits: Limits) -> t
     failed TaskRun. The claim is undone: nothing ran, so run_count goes back.
     """
     base: dict[str, object] = {"active_run_id": None, "run_count": max(0, task.run_count - 1)}
-    if due.trigger in FORCED or task.overlap == Overlap.QUEUE_ONE or due.trigger == Trigger.FOLLOW_UP:
+    if due.trigger in FORCED or task.overlap != Overlap.SKIP or due.trigger == Trigger.FOLLOW_UP:
         forced = due.trigger if due.trigger in FORCED else None
         base.update(pending_run=True, pending_forced=forced, pending_occurrence_at=due.occurrence_at,
                     retry_at=now + dt.timedelta(seconds=limits.busy_retry_seconds),
@@ -246,6 +261,13 @@ def _final_status(task: TaskView, trigger: Trigger, succeeded: bool, output: str
     if not succeeded and limits.max_consecutive_failures and failures >= limits.max_consecutive_failures:
         return TaskStatus.ERROR, f"paused after {failures} consecutive failures"
     return None
+
+
+def decide_superseded(task: TaskView, now: dt.datetime) -> Finish:
+    """A fire cancelled for a newer one (overlap=replace, SPEC §19): neither a failure nor a success
+    of the task — its status, failures, back-off and next fire stay as they were."""
+    return Finish(RunOutcome.SUPERSEDED, {"active_run_id": None, "last_run_status": RunOutcome.SUPERSEDED,
+                                          "last_run_at": now})
 
 
 ABANDONED_REASON = "scheduler stopped before the run reported completion"

@@ -30,6 +30,10 @@ def apply(s: Session, task: ScheduledTask, changes: TaskChanges, now: dt.datetim
         s.flush()  # a record this claim changed is written first: only one still waiting is closed
         settle_waiting(s.connection(), task.id, before, (bool(task.pending_run), task.pending_occurrence_at),
                        task.status, now)
+        if not task.pending_run and task.active_run_id is None and \
+                fire_queue.advance(s.connection(), task.id, now):  # the next fire in line takes the slot
+            s.refresh(task, ["pending_run", "pending_forced", "pending_forced_by", "pending_occurrence_at",
+                             "retry_at", "updated_at"])
     if went_wrong:
         attention.record(s.connection(), [error_event(task, now)])
 

@@ -6,7 +6,9 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-API_PREFIXES = ("/api/", "/agent-api/", "/auth/")
+API_PREFIXES = ("/api/", "/agent-api/", "/auth/", "/hooks/")
+HOOKS_PREFIX = "/hooks/"  # trigger URLs (SPEC §19): anyone may call them, so their own, smaller limit
+HOOK_MAX_BYTES = 64 * 1024
 
 
 
@@ -21,6 +23,12 @@ class BodyLimit:
         if scope["type"] != "http" or not scope["path"].startswith(API_PREFIXES):
             await self.app(scope, receive, send)
             return
+        if scope["path"].startswith(HOOKS_PREFIX):  # one middleware per app: the limit is the path's
+            await BodyLimit(self.app, min(self.max_bytes, HOOK_MAX_BYTES))._limited(scope, receive, send)
+            return
+        await self._limited(scope, receive, send)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and not declared.isdigit():
             await self._reject(send, 400, "invalid", "Content-Length: is not a number")

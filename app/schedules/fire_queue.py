@@ -93,7 +93,8 @@ def ask(s: Session, db: Database, task: ScheduledTask, req: Request, now: dt.dat
         return asked, row
     if overlap == Overlap.REPLACE:
         _supersede(s, task, row, now)
-    if not task.pending_run or overlap == Overlap.REPLACE:
+    # the line waits for an active task only: a run now of a paused one takes the slot, as it always did
+    if not task.pending_run or overlap == Overlap.REPLACE or task.status != TaskStatus.ACTIVE.value:
         _into_slot(task, row)
     s.add(task)
     return asked, row
@@ -173,9 +174,10 @@ def supersede_in_flight(s: Session, task: ScheduledTask, newer: TaskRun, now: dt
     _supersede(s, task, newer, now)
 
 
-def advance(conn: sa.Connection, task_id: int, now: dt.datetime) -> bool:
-    """The slot is empty: the oldest fire waiting in line (a ``queued`` record) moves into it.
-    Inside the caller's transaction, the task's row locked. Returns whether one did."""
+def advance(conn: sa.Connection, task_id: int, now: dt.datetime, not_before: dt.datetime | None = None) -> bool:
+    """The slot is empty: the oldest fire waiting in line (a ``queued`` record) moves into it, ready
+    at ``not_before`` (a failure's back-off) or at once. Inside the caller's transaction, the task's
+    row locked. Returns whether one did."""
     tasks, runs = ScheduledTask.__table__, TaskRun.__table__
     task = conn.execute(sa.select(tasks.c.pending_run, tasks.c.status).where(tasks.c.id == task_id)).first()
     if task is None or task.pending_run or task.status != TaskStatus.ACTIVE.value:
@@ -187,7 +189,7 @@ def advance(conn: sa.Connection, task_id: int, now: dt.datetime) -> bool:
         return False
     trigger = Trigger(head.trigger)
     conn.execute(tasks.update().where(tasks.c.id == task_id).values(
-        pending_run=True, pending_occurrence_at=head.occurrence_at, retry_at=None, updated_at=now,
+        pending_run=True, pending_occurrence_at=head.occurrence_at, retry_at=not_before, updated_at=now,
         pending_forced=trigger.value if trigger in _FORCED else None,
         pending_forced_by=head.requested_by if trigger == Trigger.RUN_NOW_USER else None))
     return True

@@ -4,7 +4,7 @@ for (:mod:`app.schedules.fire_queue`) with the call's body as its untrusted payl
 
 What a call is answered is decided in this order, so an unauthenticated caller learns nothing:
 the signature (401), a repeated ``webhook-id`` / ``Idempotency-Key`` (the first answer again),
-the body (413 / 400), the task's status (409), the rate (429), then the fire.
+the body (413 / 400), the rate (429), the task's status (409), then the fire.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,7 @@ from app.schedules.model import HookCall, ScheduledTask, TaskHook, TaskStatus, T
 
 TOLERANCE_SECONDS = 300  # a signed call's timestamp may be this far from the server's clock
 KEEP_CALLS = dt.timedelta(hours=24)  # how long a call's key answers its first result
+STUCK = dt.timedelta(seconds=30)  # a call reserved this long ago without an answer was cut short
 RATE_PER_MINUTE = 60
 SECRET_PREFIX = "whsec_"
 BAD_CALL = "the call is not signed with this trigger's secret (or its timestamp is not within 300 s)"
@@ -87,7 +89,7 @@ def verify(secret: str, headers: Mapping[str, str], body: bytes, now: dt.datetim
             raise Unauthorized(BAD_CALL)
         return headers.get("idempotency-key") or headers.get("webhook-id") or None
     msg_id, stamp, signed = (headers.get(n, "") for n in ("webhook-id", "webhook-timestamp", "webhook-signature"))
-    if not (msg_id and stamp and signed) or not stamp.isdigit():
+    if not (msg_id and stamp and signed) or not re.fullmatch(r"[0-9]{1,12}", stamp):
         raise Unauthorized(BAD_CALL)
     if abs(now.timestamp() - int(stamp)) > TOLERANCE_SECONDS:
         raise Unauthorized(BAD_CALL)
@@ -109,10 +111,10 @@ def payload_of(call: Call) -> tuple[str, object]:
     if overlap is None and text.lstrip().startswith("{"):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
-        if isinstance(parsed, dict):
-            overlap = parsed.get("overlap")
+        if isinstance(parsed, dict) and isinstance(parsed.get("overlap"), str):  # a payload's own key of
+            overlap = parsed["overlap"]  # another shape is the payload's business, not an overlap
     return text, overlap
 
 
@@ -193,6 +195,10 @@ class HookService:
             row = s.exec(select(HookCall).where(HookCall.hook_id == hook_id, HookCall.call_key == key,
                                                 HookCall.received_at > now - KEEP_CALLS)).first()
         if row is None:
+            return None
+        if not row.answer and row.received_at < now - STUCK:  # its answer was never written (a crash):
+            with self.db.write() as s:  # the key may be tried again
+                s.exec(sa.delete(HookCall).where(HookCall.id == row.id, HookCall.answer == ""))
             return None
         if not row.answer:
             raise Conflict("a call with this webhook-id / Idempotency-Key is being answered now; send it again "

@@ -236,3 +236,17 @@ def test_pausing_drops_the_calls_that_wait(world: World) -> None:
     assert records["0"].status == "succeeded"
     assert [records[p].status for p in ("1", "2")] == ["skipped", "skipped"]
     assert "paused" in records["1"].error and row(world, task["id"]).pending_run is False
+
+
+def test_hostile_headers_and_bodies_never_reach_a_500(world: World) -> None:
+    task = world.created(schedule=HOURLY)
+    trigger = made_trigger(world, task["id"])
+    headers = signed(world, trigger, b"x", "m") | {"webhook-timestamp": "9" * 5000}
+    assert call(world, trigger, b"x", **headers).status_code == 401
+    deep = b'{"a": ' * 5_000 + b"1" + b"}" * 5_000  # 35 KB of nesting
+    assert call(world, trigger, deep).status_code == 202  # parsed as far as it goes: only "overlap" is read
+    shaped = call(world, trigger, b'{"overlap": {"not": "a policy"}, "x": 1}')
+    assert shaped.status_code == 202  # a payload's own "overlap" key of another shape is its business
+    streamed = world.client.post(path_of(trigger), content=iter([b"x" * 40_000, b"y" * 40_000]),
+                                 headers={"authorization": f"Bearer {trigger['secret']}"})
+    assert streamed.status_code == 413

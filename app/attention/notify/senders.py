@@ -148,7 +148,9 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float, guard:
     """One POST of ``body``; a 2xx answer is read to its end (up to ANSWER_MAX_BYTES)."""
     parts = urlsplit(url)
     connection_class = _HTTPSConnection if parts.scheme == "https" else _HTTPConnection
-    conn = connection_class(parts.hostname or "", parts.port, timeout=timeout, guard=guard)
+    # the port always given: http.client reads a bare IPv6 host's last group as a port otherwise
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    conn = connection_class(parts.hostname or "", port, timeout=timeout, guard=guard)
     try:
         conn.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body=body,
                      headers={**headers, "Connection": "close"})
@@ -161,9 +163,13 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float, guard:
 
 
 def _next_hop(url: str, location: str) -> str | None:
+    """Where a redirect leads, if it may be followed: an http(s) URL with a host, never from https
+    down to plain http (the body and its signature would then cross the network in the clear)."""
     target = urljoin(url, location.strip())
     parts = urlsplit(target)
-    return target if parts.scheme in ("http", "https") and parts.hostname else None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return None if urlsplit(url).scheme == "https" and parts.scheme == "http" else target
 
 
 def _exchange(job: Job, timeout: float, guard: Destinations) -> policy.Outcome:
@@ -183,7 +189,8 @@ def _exchange(job: Job, timeout: float, guard: Destinations) -> policy.Outcome:
             return policy.Outcome(False, answer.status, f"HTTP {answer.status}")
         next_url = _next_hop(url, answer.location)
         if next_url is None:
-            return policy.Outcome(False, answer.status, f"HTTP {answer.status}: a redirect to no http(s) URL")
+            return policy.Outcome(False, answer.status, f"HTTP {answer.status}: a redirect to no http(s) URL "
+                                                        "(or from https down to http)")
         url = next_url
     return policy.Outcome(False, answer.status, f"HTTP {answer.status}: more than {MAX_REDIRECTS} redirects")
 
