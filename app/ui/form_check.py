@@ -185,7 +185,10 @@ def _as_task(original: dict[str, Any]) -> ScheduledTask:
                          starts_at=_instant(original.get("starts_at"), "starts_at"),
                          ends_at=_instant(original.get("ends_at"), "ends_at"), armed_at=original.get("armed_at"),
                          max_tokens_per_fire=original.get("max_tokens_per_fire"),
-                         max_cost_per_fire_usd=original.get("max_cost_per_fire_usd"))
+                         max_cost_per_fire_usd=original.get("max_cost_per_fire_usd"),
+                         notify_on=original.get("notify_on") or "always", queue_cap=original.get("queue_cap") or 3,
+                         pace_min_seconds=original.get("pace_min_seconds"),
+                         pace_max_seconds=original.get("pace_max_seconds"))
 
 
 def _instant(value: str | None, field: str) -> dt.datetime | None:

@@ -16,7 +16,7 @@ from app.core.errors import InvalidInput
 from app.schedules.fields import MAX_CATCHUP_SECONDS, MAX_JITTER_SECONDS
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
-from app.ui import budget_views, checks
+from app.ui import budget_views, checks, fire_rules_form
 
 KINDS = ("once", "cron", "interval")
 LABELS = {
@@ -26,6 +26,7 @@ LABELS = {
     "notify": "Notify", "catchup_window_seconds": "Catch-up window", "jitter_seconds": "Jitter",
     "starts_at": "Starts at", "ends_at": "Ends at",
     "max_tokens_per_fire": "Max tokens per fire", "max_cost_per_fire_usd": "Max cost per fire",
+    **fire_rules_form.LABELS,
 }
 # The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
@@ -33,9 +34,10 @@ UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
           "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt",
           "catchup_window_seconds": "catchup", "jitter_seconds": "jitter", "starts_at": "starts", "ends_at": "ends",
-          "max_tokens_per_fire": "cap_tokens", "max_cost_per_fire_usd": "cap_cost"}
-# The "Advanced options" disclosure: SPEC §14's timing and §15's spending caps per fire.
-ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends", "cap_tokens", "cap_cost"})
+          "max_tokens_per_fire": "cap_tokens", "max_cost_per_fire_usd": "cap_cost", **fire_rules_form.INPUTS}
+# The "Advanced options" disclosure: SPEC §14's timing, §15's spending caps per fire, §19's pacing.
+ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends", "cap_tokens", "cap_cost",
+                      "pace_min", "pace_max"})
 # The catch-up window: a span ("window") or no limit ("late": fire however late, stored as null).
 CATCHUP_MODES = ("window", "late")
 
@@ -64,15 +66,21 @@ class FormFields:
     ends: str = ""
     cap_tokens: str = ""  # max tokens per fire, "" for no cap
     cap_cost: str = ""  # max cost per fire in US dollars, "" for no cap
+    notify_on: str = "always"  # SPEC §19: which fires tell people
+    queue_cap: str = "3"  # how many fires may wait (overlap queue_all only)
+    pace_min: str = ""  # the soonest the agent may move the next fire to ("30m"); "" with pace_max: may not
+    pace_max: str = ""
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
 CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
            "overlap": tuple(o.value for o in Overlap), "session": tuple(m.value for m in SessionMode),
-           "notify": tuple(n.value for n in Notify), "catchup_unit": tuple(UNITS), "catchup_mode": CATCHUP_MODES}
+           "notify": tuple(n.value for n in Notify), "catchup_unit": tuple(UNITS), "catchup_mode": CATCHUP_MODES,
+           "notify_on": tuple(value for value, _ in fire_rules_form.NOTIFY_ON)}
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
 LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32, "catchup": 32,
-          "jitter": 32, "starts": 64, "ends": 64, "cap_tokens": 32, "cap_cost": 32}
+          "jitter": 32, "starts": 64, "ends": 64, "cap_tokens": 32, "cap_cost": 32, "queue_cap": 32, "pace_min": 32,
+          "pace_max": 32}
 
 
 def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
@@ -85,7 +93,7 @@ def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
 
 def explain(exc: InvalidInput) -> str:
     """``Cron expression: minute: 61 is out of range 0-59`` — the field by its label (once), then why."""
-    reason = budget_views.dialog_words(exc.message.removeprefix(f"{exc.field}: "))
+    reason = fire_rules_form.dialog_words(budget_views.dialog_words(exc.message.removeprefix(f"{exc.field}: ")))
     return f"{LABELS.get(exc.field, exc.field)}: {reason}"
 
 
@@ -190,7 +198,7 @@ def timing_of(fields: FormFields) -> dict[str, Any]:
 def body_of(fields: FormFields) -> dict[str, Any]:
     """The create body (every editable field). A once task's max runs is none: it fires once, the
     form hides the field, and a value typed before switching to once — or one stored when the task
-    was repeating — is cleared rather than left to exhaust it unseen."""
+    was repeating — is cleared rather than left to exhaust it unseen. So are its pace bounds."""
     raw = "" if fields.kind == "once" else fields.max_runs.strip()
     try:
         max_runs = int(raw) if raw else None
@@ -198,7 +206,9 @@ def body_of(fields: FormFields) -> dict[str, Any]:
         raise InvalidInput("max_runs", "must be a whole number (leave it empty for no limit)") from None
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
             "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify,
-            **timing_of(fields), **budget_views.caps_body(fields.cap_tokens, fields.cap_cost)}
+            **timing_of(fields), **budget_views.caps_body(fields.cap_tokens, fields.cap_cost),
+            **fire_rules_form.rules_body(fields.notify_on, fields.overlap, fields.queue_cap,
+                                         *(("", "") if fields.kind == "once" else (fields.pace_min, fields.pace_max)))}
 
 
 def patch_of(fields: FormFields, original: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +238,7 @@ def original_of(task: ScheduledTask) -> dict[str, Any]:
             "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds or 0,
             "starts_at": _stored(task.starts_at), "ends_at": _stored(task.ends_at),
             "max_tokens_per_fire": task.max_tokens_per_fire, "max_cost_per_fire_usd": task.max_cost_per_fire_usd,
+            **fire_rules_form.rules_of(task),
             "run_count": task.run_count, "armed_at": task.armed_at, "id": task.id or 0}
 
 
@@ -243,7 +254,8 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
                       catchup_mode="late" if task.catchup_window_seconds is None else "window",
                       jitter=str(task.jitter_seconds or 0),
                       cap_tokens=budget_views.tokens_input(task.max_tokens_per_fire),
-                      cap_cost=budget_views.cost_input(task.max_cost_per_fire_usd))
+                      cap_cost=budget_views.cost_input(task.max_cost_per_fire_usd),
+                      **fire_rules_form.rules_fields(task))
     if kind == "cron":
         base = dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     zone = _zone(base.timezone)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from app.schedules.model import DEFAULT_CATCHUP_SECONDS, ScheduledTask, TaskStatus
+from app.schedules.model import DEFAULT_CATCHUP_SECONDS, NotifyOn, Overlap, ScheduledTask, TaskStatus
 
 WINDOW_ENDED = "active window ended"  # the scheduler's last_error when it completes a task at ends_at
 
@@ -82,3 +82,21 @@ def timing(task: ScheduledTask) -> str:
 def calm_error(task: ScheduledTask) -> bool:
     """True when the task's last_error is no failure: a task completed because its window ended."""
     return task.status == TaskStatus.COMPLETED.value and (task.last_error or "") == WINDOW_ENDED
+
+
+def rules(task: ScheduledTask) -> str:
+    """SPEC §19's rules that are not the defaults: ``tells you only of changes · queues up to 5
+    fires · the agent may pace it within 30 min – 4 h``."""
+    parts = []
+    if task.notify_on == NotifyOn.CHANGES.value:
+        parts.append("tells you only when something changed")
+    elif task.notify_on == NotifyOn.FAILURES.value:
+        parts.append("tells you only of failures")
+    if task.overlap == Overlap.QUEUE_ALL.value:
+        parts.append(f"queues up to {task.queue_cap} fire{'s' if task.queue_cap != 1 else ''}")
+    elif task.overlap == Overlap.REPLACE.value:
+        parts.append("a new fire replaces a running one")
+    if task.pace_min_seconds is not None and task.pace_max_seconds is not None:
+        parts.append(f"the agent may pace it within {duration_words(task.pace_min_seconds)} – "
+                     f"{duration_words(task.pace_max_seconds)}")
+    return " · ".join(parts)

@@ -26,7 +26,7 @@ STATUS_COLORS = {
 }
 TRIGGER_LABELS = {
     Trigger.SCHEDULE: "on schedule", Trigger.FOLLOW_UP: "queued follow-up",
-    Trigger.RUN_NOW_USER: "run now", Trigger.RUN_NOW_AGENT: "run now (agent)",
+    Trigger.RUN_NOW_USER: "run now", Trigger.RUN_NOW_AGENT: "run now (agent)", Trigger.HOOK: "trigger URL",
 }
 MARKER_COLORS = ("indigo", "grass", "orange", "crimson", "cyan", "amber", "violet", "teal")  # timeline lanes
 
@@ -47,6 +47,8 @@ class RunRow:
     duration: str
     error: str
     usage: str = ""  # "1,234 in · 567 out · $0.0123" of the turn, when the agent reported it
+    summary: str = ""  # what the agent reported of its fire (SPEC §19), "" when nothing
+    told: str = ""  # "told nobody" for a quiet fire (the task's notify_on), else ""
     label: str = ""  # the outcome in words: "missed (3 occurrences)"
     fired: bool = True  # False for a record of an occurrence that started no turn (skipped, missed, deferred)
     jitter: str = ""  # "+17 s jitter": how far the jitter moved the planned start from the occurrence
@@ -94,6 +96,11 @@ class TaskRow:
     spend_all: str = ""  # "in all 98,000 tokens · $3.10"
     caps: str = ""  # "Cap 10,000 tokens / $0.50 per fire"
     budget_wait: str = ""  # "Waits for the project's daily budget until 00:00 UTC (in 5 h)": last_error says why
+    paced: bool = False  # the next run is where the agent paced it (SPEC §19)
+    rules: str = ""  # "tells you only of changes · queues up to 5 fires · the agent paces it within 30 min – 4 h"
+    trigger_url: str = ""  # its trigger URL (app/ui/trigger_views.py), "" when it has none
+    trigger_curl: str = ""  # a curl call of it
+    trigger_since: str = ""  # "made 5 min ago by ann@example.com"
 
 
 def zone_of(name: str | None) -> dt.tzinfo:
@@ -214,6 +221,8 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         error_calm=schedule_notes.calm_error(task),
         spend_today=spent_today, spend_all=spent_all,
         caps=budget_views.caps_line(task.max_tokens_per_fire, task.max_cost_per_fire_usd), budget_wait=wait,
+        paced=next_at is not None and task.next_paced and next_at == task.next_run_at,
+        rules=schedule_notes.rules(task),
     )
 
 
@@ -279,7 +288,7 @@ def _pending(task: ScheduledTask) -> str:
 
 
 ERROR_TEXT_COLORS = {RunOutcome.MISSED: "orange", RunOutcome.SKIPPED: "gray", RunOutcome.DEFERRED: "gray",
-                     RunOutcome.QUEUED: "gray"}
+                     RunOutcome.QUEUED: "gray", RunOutcome.SUPERSEDED: "gray"}
 
 
 def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
@@ -294,8 +303,9 @@ def run_row(run: TaskRun, zone: dt.tzinfo, usage: str = "") -> RunRow:
     shift = (planned - run.occurrence_at).total_seconds()
     return RunRow(
         id=run.id or 0, run_id=str(run.run_id or ""), fire=f"#{run.fire_number}" if run.fire_number else "",
-        status=outcome.value, color=outcomes.color(outcome.value),
-        label=outcomes.label(outcome.value, run.missed_count),
+        status=outcome.value, color=outcomes.report_color(outcome.value, run.outcome),
+        label=outcomes.report_label(outcome.value, run.outcome, run.missed_count),
+        summary=run.summary or "", told="told nobody" if run.quiet and outcome is RunOutcome.SUCCEEDED else "",
         trigger=f"run now by {run.requested_by}" if run.requested_by and run.trigger == Trigger.RUN_NOW_USER.value
         else TRIGGER_LABELS.get(_enum_or(Trigger, run.trigger, None), run.trigger),
         nominal=f"{short_time(planned, zone)}:{planned.astimezone(zone):%S}",

@@ -15,10 +15,10 @@ from app.core.context import get_core
 from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.wake import DatabaseWaker
-from app.schedules import overview
+from app.schedules import hooks, overview
 from app.schedules.model import ScheduledTask
 from app.schedules.service import Actor, TaskService
-from app.ui import schedule_form, schedule_views, usage
+from app.ui import schedule_form, schedule_views, trigger_views, usage
 from app.ui.marks import SharedMark
 from app.ui.schedule_form import FormFields
 from app.ui.timeline import Timeline, timeline
@@ -50,8 +50,9 @@ class Snapshot:
     drafts: int = 0  # drafts waiting for a user to arm them
 
 
-def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[int]) -> Snapshot:
-    """The drawer's rows (with history for ``expanded`` task ids) and the 7-day timeline."""
+def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[int], origin: str = "") -> Snapshot:
+    """The drawer's rows (with history for ``expanded`` task ids, trigger URLs on ``origin``, the
+    page's) and the 7-day timeline."""
     service = task_service()
     actor = Actor(user)
     tasks = service.list(actor, chat_id)
@@ -61,6 +62,7 @@ def snapshot(user: User, chat_id: int, viewer_zone: str, expanded: Collection[in
     spent = service.spend([task.id for task in tasks if task.id])  # one indexed read (SPEC §15)
     rows = [schedule_views.task_row(task, now, viewer_zone, histories.get(task.id), index, lines,
                                     spent.get(task.id or 0)) for index, task in enumerate(tasks)]
+    trigger_views.apply(rows, hooks.trigger_views(service.db, [task.id for task in tasks if task.id]), origin, now)
     return Snapshot(rows, timeline(tasks, now, viewer_zone), *schedule_views.live_and_drafts(tasks))
 
 

@@ -48,7 +48,10 @@ def lateness(planned: dt.datetime, started: dt.datetime) -> str:
 
 
 def run_now_words(trigger: str, requested_by: str | None) -> str:
-    """"Run now by ann@example.com" / "Run now by the agent" for a run-now fire, "" for any other."""
+    """"Run now by ann@example.com" / "Run now by the agent" for a run-now fire, "Called through its
+    trigger URL" for a trigger call's (SPEC §19), "" for any other."""
+    if trigger == Trigger.HOOK.value:
+        return "Called through its trigger URL"
     if trigger == Trigger.RUN_NOW_AGENT.value:
         return "Run now by the agent"
     if trigger == Trigger.RUN_NOW_USER.value:
@@ -58,7 +61,8 @@ def run_now_words(trigger: str, requested_by: str | None) -> str:
 
 def fire_starts(db: Database, run_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
     """Run id → (planned start as ISO UTC, lateness words, run-now words) for the runs among ``run_ids``
-    that are fires. A run-now has no planned time to be late for: its occurrence and lateness are ""."""
+    that are fires. A run-now or a trigger call has no planned time to be late for: its occurrence and
+    lateness are ""."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}

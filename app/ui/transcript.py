@@ -40,7 +40,7 @@ PLAN_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
 _BLANK = {"id": "", "type": "", "text": "", "run_id": "", "task": "", "fire": "", "body": "", "key": "",
           "title": "", "kind": "", "status": "", "status_label": "", "input": "", "output": "", "decision": "",
           "marker": "", "at": "", "fired_at": "", "late": "", "forced": "", "approval_id": "",
-          "approval_state": "", "approval_options": "", "approval_note": ""}
+          "approval_state": "", "approval_options": "", "approval_note": "", "quiet": "", "summary": ""}
 OPTION_ORDER = {"allow_once": 0, "allow_always": 1, "reject_once": 2, "reject_always": 3}  # ACP's option kinds
 DECIDED = {"allow_once": "Allowed once", "allow_always": "Always allowed", "reject_once": "Rejected",
            "reject_always": "Always rejected"}

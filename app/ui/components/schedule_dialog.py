@@ -7,7 +7,9 @@ import zoneinfo
 import reflex as rx
 
 from app.core.config import load_settings
+from app.schedules.model import Overlap
 from app.schedules.spec import span
+from app.ui.fire_rules_form import NOTIFY_ON, OVERLAPS, PACE_HELP
 from app.ui.schedule_form import UNITS
 from app.ui.state.schedule_form import ScheduleFormState as F
 
@@ -42,6 +44,16 @@ def _input(field: str, testid: str, attrs: dict | None = None, **props: object) 
 def _field(label: str, control: rx.Component, html_for: str, hint: str | rx.Var = "") -> rx.Component:
     helper = [rx.text(hint, size="1", color_scheme="gray")] if isinstance(hint, rx.Var) or hint else []
     return rx.vstack(_label(label, html_for), control, *helper, spacing="1", width="100%")
+
+
+def _told(inputs: tuple[str, ...], hint: str, testid: str) -> rx.Component:
+    """Under a field: the service's refusal when it names one of ``inputs``, else the hint."""
+    invalid = _invalid(inputs[0])
+    for name in inputs[1:]:
+        invalid = invalid | _invalid(name)
+    return rx.cond(invalid, rx.text(F.error, size="1", color_scheme="red", weight="medium",
+                                    custom_attrs={"data-testid": testid}),
+                   rx.text(hint, size="1", color_scheme="gray"))
 
 
 def _timezone() -> rx.Component:
@@ -134,6 +146,24 @@ def _caps() -> rx.Component:
     )
 
 
+def _pacing() -> rx.Component:
+    """SPEC §19: the bounds within which the agent may move the task's next fire (both empty: it may not)."""
+    return rx.vstack(
+        rx.hstack(rx.icon("timer-reset", size=14, color="var(--gray-10)"),
+                  rx.text("Let the agent pace this task", size="2", weight="medium"), align="center", spacing="2"),
+        rx.grid(
+            _field("Soonest", _input("pace_min", "schedule-pace-min", placeholder="e.g. 30m", auto_complete="off"),
+                   "schedule-pace_min", "Counted from the fire that moves it"),
+            _field("Latest", _input("pace_max", "schedule-pace-max", placeholder="e.g. 4h", auto_complete="off"),
+                   "schedule-pace_max", "The schedule itself stays as it is"),
+            columns=TWO_COLUMNS, spacing="3", width="100%",
+        ),
+        _told(("pace_min", "pace_max"), PACE_HELP, "schedule-pace-error"),
+        spacing="2", width="100%", padding_top="4px", border_top="1px solid var(--gray-a4)",
+        custom_attrs={"data-testid": "schedule-pacing"},
+    )
+
+
 def _advanced() -> rx.Component:
     """SPEC §14's timing and §15's caps, behind a disclosure so the simple case stays simple. A once
     task has no active window (it fires at its date); it takes a catch-up window and a small jitter."""
@@ -141,7 +171,7 @@ def _advanced() -> rx.Component:
         rx.el.button(
             rx.cond(F.advanced, rx.icon("chevron-down", size=15), rx.icon("chevron-right", size=15)),
             rx.text("Advanced options", size="2", weight="medium"),
-            rx.text("timing, active window, spending caps", size="1", color_scheme="gray"),
+            rx.text("timing, active window, spending caps, pacing", size="1", color_scheme="gray"),
             on_click=F.toggle_advanced, type="button", class_name="cc-disclosure",
             custom_attrs={"data-testid": "schedule-form-advanced", "aria-controls": "schedule-advanced",
                           "aria-expanded": rx.cond(F.advanced, "true", "false")},
@@ -156,7 +186,7 @@ def _advanced() -> rx.Component:
                 _field("Ends at", _input("ends", "schedule-form-ends", type="datetime-local"), "schedule-ends",
                        "Optional; nothing fires from then on"))),
             columns=TWO_COLUMNS, spacing="3", width="100%",
-        ), _caps(), spacing="4", width="100%", id="schedule-advanced")),
+        ), _caps(), rx.cond(F.kind != "once", _pacing()), spacing="4", width="100%", id="schedule-advanced")),
         spacing="3", width="100%",
     )
 
@@ -214,9 +244,13 @@ def _select(field: str, testid: str, options: list[tuple[str, str]]) -> rx.Compo
 
 def _options() -> rx.Component:
     return rx.grid(
-        _field("When busy", _select("overlap", "schedule-form-overlap",
-                                    [("queue_one", "Queue one"), ("skip", "Skip it")]),
-               "schedule-overlap"),
+        _field("When busy", _select("overlap", "schedule-form-overlap", list(OVERLAPS)), "schedule-overlap"),
+        rx.cond(F.overlap == Overlap.QUEUE_ALL.value, rx.vstack(
+            _label("Queue up to", "schedule-queue_cap"),
+            rx.hstack(_input("queue_cap", "schedule-queue-cap", type="number", min="1", max="100", step="1"),
+                      rx.text("fires", size="2", color_scheme="gray"), align="center", width="100%"),
+            _told(("queue_cap",), "Beyond it a fire is recorded skipped (queue full)", "schedule-queue-cap-error"),
+            spacing="1", width="100%")),
         _field("Session", _select("session", "schedule-form-session",
                                   [("resume", "Continue chat"), ("fresh", "Fresh session")]),
                "schedule-session"),
@@ -226,6 +260,8 @@ def _options() -> rx.Component:
         _field("Notify me", _select("notify", "schedule-form-notify",
                                     [("failures", "On failures"), ("always", "Every fire"), ("never", "Never")]),
                "schedule-notify"),
+        _field("Which fires tell you", _select("notify_on", "schedule-notify-on", list(NOTIFY_ON)),
+               "schedule-notify_on", "Quiet fires still show in the chat, folded"),
         columns={"initial": "1", "sm": "2"}, spacing="3", width="100%",
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import reflex as rx
 
 from app.ui.components.pause_form import pause_form, pause_options
+from app.ui.components.trigger_url import trigger_part
 from app.ui.schedule_views import RunRow, TaskRow
 from app.ui.state.pause_form import PauseFormState
 from app.ui.state.schedule_form import ScheduleFormState
@@ -32,6 +33,10 @@ def _stats(row: TaskRow) -> rx.Component:
         _stat("Next run", rx.text(row.next_rel, size="2", weight="medium", white_space="nowrap"),
               rx.cond(row.next_when != "", rx.text("· ", row.next_when, size="2", color_scheme="gray",
                                                    white_space="nowrap")),
+              rx.cond(row.paced, rx.badge(rx.icon("bot", size=11), "paced by the agent", size="1", variant="soft",
+                                          color_scheme="violet", white_space="nowrap",
+                                          title="The agent moved this fire, within the bounds allowed; the "
+                                                "schedule itself is unchanged", custom_attrs=_tid("task-paced"))),
               testid="schedule-next-run", title=row.next_abs),
         _stat("Last run",
               rx.text(row.last_rel, size="2", white_space="nowrap"),
@@ -96,15 +101,20 @@ def _actions(row: TaskRow) -> rx.Component:
 def _run(run: RunRow) -> rx.Component:
     return rx.el.button(
         rx.hstack(
-            rx.badge(run.label, color_scheme=run.color, variant="soft", size="1"),
+            rx.badge(run.label, color_scheme=run.color, variant="soft", size="1", flex_shrink="0"),
+            rx.cond(run.told != "", rx.tooltip(rx.icon("bell-off", size=12, color="var(--gray-10)", flex_shrink="0",
+                                                       custom_attrs=_tid("schedule-run-quiet")),
+                                               content="Told nobody: the schedule's notify rule kept it quiet")),
             rx.text(run.fire, rx.cond(run.fire != "", " · ", ""), run.trigger, size="1", weight="medium"),
             rx.spacer(),
-            rx.text(run.duration, size="1", color_scheme="gray"),
+            rx.text(run.duration, size="1", color_scheme="gray", white_space="nowrap"),
             align="center", width="100%",
         ),
         rx.text("planned ", run.nominal, rx.cond(run.jitter != "", " (" + run.jitter + ")", ""),
                 rx.cond(run.fired, " · started " + run.actual + " (" + run.late + ")", " · not fired"), size="1",
                 color_scheme="gray", text_align="left"),
+        rx.cond(run.summary != "", rx.text(run.summary, size="1", text_align="left", overflow_wrap="anywhere",
+                                           custom_attrs=_tid("schedule-run-summary"))),
         rx.cond(run.error != "", rx.text(run.error, size="1", color_scheme=run.error_color, text_align="left",
                                          custom_attrs=_tid("schedule-run-error"))),
         rx.cond(run.usage != "", rx.text(run.usage, size="1", color_scheme="gray", text_align="left",
@@ -137,6 +147,10 @@ def _notes(row: TaskRow) -> rx.Component:
             rx.icon("timer", size=13, color="var(--gray-10)", flex_shrink="0"),
             rx.text(row.timing, size="1", color_scheme="gray", custom_attrs=_tid("schedule-timing")),
             spacing="1", align="center")),
+        rx.cond(row.rules != "", rx.hstack(
+            rx.icon("bell-ring", size=13, color="var(--gray-10)", flex_shrink="0", margin_top="2px"),
+            rx.text(row.rules, size="1", color_scheme="gray", custom_attrs=_tid("schedule-rules")),
+            spacing="1", align="start")),
     )
 
 
@@ -234,6 +248,7 @@ def schedule_row(row: TaskRow) -> rx.Component:
             _actions(row),
             rx.cond(PauseFormState.task_id == row.id, pause_form(row)),
             rx.cond(row.expanded, _history(row)),
+            trigger_part(row),
             spacing="2", width="100%",
         ),
         custom_attrs={"data-testid": "schedule-row", "data-schedule-id": row.id, "data-status": row.status},

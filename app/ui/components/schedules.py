@@ -7,6 +7,7 @@ import reflex as rx
 from app.ui.components.schedule_dialog import schedule_dialog
 from app.ui.components.schedule_row import schedule_row
 from app.ui.components.transfer import import_dialog, schedules_transfer_buttons
+from app.ui.components.trigger_url import confirm_revoke
 from app.ui.state.schedule_form import ScheduleFormState
 from app.ui.state.schedules import ScheduleState
 from app.ui.timeline import Marker, Tick
@@ -195,6 +196,7 @@ def schedules_drawer() -> rx.Component:
             rx.box(
                 _drawer_body(),
                 _confirm_delete(),
+                confirm_revoke(),
                 schedule_dialog(),
                 import_dialog(),
                 id=DRAWER_ID, class_name="cc-drawer",

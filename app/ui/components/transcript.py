@@ -15,6 +15,7 @@ from app.ui.components.actions import composer_busy_reason, composer_buttons
 from app.ui.components.budget import chat_budget
 from app.ui.components.empty_chat import empty_chat_help
 from app.ui.components.markdown import markdown
+from app.ui.components.quiet_fire import with_quiet
 from app.ui.state.chat import ChatState
 
 OUTPUT_MAX_HEIGHT = "18em"  # a long output scrolls inside its card
@@ -287,7 +288,7 @@ def _event_after_divider(row: dict) -> rx.Component:
                                   white_space="nowrap"),
                           rx.separator(size="4", flex="1"),
                           align="center", width="100%", custom_attrs={"data-testid": "unread-divider"})),
-        _event(row),
+        with_quiet(row, _event(row), moment(row["at"])),  # a quiet fire: one folded "Nothing new" line
     )
 
 

@@ -16,7 +16,7 @@ from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput, NotFound
 from app.core.models import Event, EventType, Project, User
 from app.core.text import clean_prompt
-from app.ui import checks, inbox, project_budget
+from app.ui import checks, inbox, project_budget, quiet_fires
 from app.ui.budget_views import ChatBudget
 from app.ui.feed import RESCAN_SECONDS, ChatFeed, feed_for
 from app.ui.state.nav import NavState
@@ -124,6 +124,7 @@ class ChatState(AuthState):
     budget_text: str = ""  # `chat-budget`: the project's daily budget today ("" when it has none)
     budget_detail: str = ""  # a spent budget's figures
     budget_spent: bool = False
+    open_quiet: list[str] = []  # run ids of quiet "Nothing new" fires opened to their whole turn
     _project_id: int = 0
     _cursor: int = 0
     _generation: int = 0
@@ -193,12 +194,13 @@ class ChatState(AuthState):
             if events or confirm or not shown:  # (the first read shows the page, even an empty chat)
                 usage = await run_usage(get_core().db, events) if events else {}
                 fires = await fire_starts(get_core().db, events) if events else {}
+                hushed = await quiet_fires.for_events(get_core().db, events) if events else {}
                 ended = shown and project_id and any(e.type == EventType.RUN_FINISHED.value for e in events)
                 budget = await _budget(project_id) if ended else None  # a turn ended: its spend is in
                 async with self:
                     if self._generation != generation:
                         return None
-                    self._show(events, stale, usage, fires)
+                    self._show(events, stale, usage, fires, hushed)
                     self._show_budget(budget)
                     cursor, busy, shown = self._cursor, self.busy, True
             marked = await _mark_seen(user, chat_id, events, marked)
@@ -214,10 +216,10 @@ class ChatState(AuthState):
             await self._forget_tab()
         return rx.redirect("/login")
 
-    def _show(self, events: list[Event], stale: bool, usage: dict, fires: dict) -> None:
+    def _show(self, events: list[Event], stale: bool, usage: dict, fires: dict, quiet: dict) -> None:
         self._update(loaded=True)  # set once: an unchanged poll sends the page nothing
         if events:
-            self.messages = merge_events(self.messages, events, usage, fires)
+            self.messages = quiet_fires.fold(merge_events(self.messages, events, usage, fires), quiet)
             self._place_divider(len(events) < runs.MAX_PAGE)
             self._cursor = events[-1].id
             self._open_runs = open_runs(self._open_runs, events)
@@ -295,6 +297,13 @@ class ChatState(AuthState):
             self.composer_error = exc.message
             return
         self.composer_error = ""
+
+    @rx.event
+    def toggle_quiet(self, run_id: str):
+        """Open a folded "Nothing new" fire to its whole turn, or fold it again."""
+        run = str(checks.id_text(run_id, "run_id"))
+        self.open_quiet = [r for r in self.open_quiet if r != run] if run in self.open_quiet else \
+            [*self.open_quiet, run]
 
     @rx.event
     def set_renaming(self, open: bool):

@@ -67,6 +67,10 @@ class ScheduleFormState(AuthState):
     ends: str = ""
     cap_tokens: str = ""  # max tokens per fire ("" for no cap, SPEC §15)
     cap_cost: str = ""  # max cost per fire in US dollars
+    notify_on: str = "always"  # which fires tell people (SPEC §19)
+    queue_cap: str = "3"  # how many fires may wait, for overlap "queue_all"
+    pace_min: str = ""  # the bounds the agent may pace the task within ("30m"; both "": it may not)
+    pace_max: str = ""
     advanced: bool = False  # the "Advanced options" disclosure is open
     window: str = ""  # the preview's line on the active window ("Ends Tue 31 Mar, 18:00 CEST: …")
     jitter_hint: str = ""  # the jitter's bound for this schedule

@@ -10,7 +10,7 @@ import reflex as rx
 
 from app.core.errors import ChatcronError, NotFound
 from app.core.text import MAX_NAME
-from app.ui import checks, tasks
+from app.ui import checks, tasks, trigger_views, triggers
 from app.ui.marks import MarkWatch
 from app.ui.schedule_views import TaskRow
 from app.ui.state.chat import ChatState
@@ -53,6 +53,10 @@ class ScheduleState(AuthState):
     browser_zone: str = "UTC"
     confirm_id: int = 0
     confirm_name: str = ""
+    secret: str = ""  # a trigger URL's secret, right after it was made (shown once: never read back)
+    secret_task: int = 0  # whose
+    revoke_id: int = 0  # the task whose trigger URL "Revoke?" asks about
+    _origin: str = ""  # the page's origin (https://host:port): trigger URLs are shown on it
     _expanded: list[int] = []
     _watch: int = 0
 
@@ -69,6 +73,7 @@ class ScheduleState(AuthState):
         zone = self.browser_zone
         self._forget()
         self.chat_id, self.project_chat, self.browser_zone = chat.chat_id, chat.project_chat, zone
+        self._origin = trigger_views.origin_of(self.router.url.origin)
         if not self.project_chat:
             return None
         user = await self._user()
@@ -83,6 +88,7 @@ class ScheduleState(AuthState):
     async def set_drawer_open(self, is_open: bool):
         """Opening shows the rows at once; from then on the watcher keeps them live."""
         self.drawer_open = is_open
+        self.secret, self.secret_task = "", 0  # shown once: closing or reopening the drawer ends it
         if is_open:
             self.notice = ""
             await self.refresh_quietly()
@@ -124,14 +130,14 @@ class ScheduleState(AuthState):
             if self._watch != generation:
                 return STOP
             drawer_open = self.drawer_open
-            zone, expanded = self.browser_zone, list(self._expanded)
+            zone, expanded, origin = self.browser_zone, list(self._expanded), self._origin
         if not drawer_open:
             if count:
                 await self._count_quietly(generation, chat_id, token)
             return CLOSED
         try:
             user = await asyncio.to_thread(session_user, token)
-            snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded) if user else None
+            snap = await asyncio.to_thread(tasks.snapshot, user, chat_id, zone, expanded, origin) if user else None
         except NotFound:
             snap = None
         except ChatcronError as exc:  # refused for another reason: say so and stop
@@ -173,7 +179,7 @@ class ScheduleState(AuthState):
     async def _reload(self) -> None:
         user = await self._user()
         self._show(await asyncio.to_thread(tasks.snapshot, user, self.chat_id, self.browser_zone,
-                                           list(self._expanded)))
+                                           list(self._expanded), self._origin))
 
     @rx.event
     async def refresh(self):
@@ -232,3 +238,45 @@ class ScheduleState(AuthState):
         if run_id:
             return rx.call_script(scroll_to_run_js(str(checks.id_text(run_id, "run_id"))))
         return None
+
+    @rx.event
+    async def make_trigger(self, task_id: int):
+        """Create the task's trigger URL or rotate its secret; the secret shows in its card, once."""
+        try:
+            user = await self._user()
+            _, secret = await asyncio.to_thread(triggers.make, user, task_id)
+        except ChatcronError as exc:
+            self.notice = exc.message
+            return
+        self.secret, self.secret_task, self.notice = secret, task_id, ""
+        await self.refresh_quietly()
+
+    @rx.event
+    def hide_secret(self):
+        self.secret, self.secret_task = "", 0
+
+    @rx.event
+    def ask_revoke(self, task_id: int):
+        self.revoke_id = task_id
+
+    @rx.event
+    def set_revoke_open(self, is_open: bool):
+        if not is_open:
+            self.revoke_id = 0
+
+    @rx.event
+    async def confirm_revoke(self):
+        """End the asked-about task's trigger URL: calls of it are refused from now on."""
+        task_id, self.revoke_id = self.revoke_id, 0
+        if not task_id:
+            return
+        try:
+            user = await self._user()
+            await asyncio.to_thread(triggers.revoke, user, task_id)
+        except ChatcronError as exc:
+            self.notice = exc.message
+            return
+        if self.secret_task == task_id:
+            self.secret, self.secret_task = "", 0
+        self.notice = ""
+        await self.refresh_quietly()

@@ -1,0 +1,42 @@
+"""The UI's door to trigger URLs (SPEC §19): make or rotate one, revoke it (the drawer reads them
+with its rows: app/ui/tasks.py).
+
+Blocking (database): states call these through ``asyncio.to_thread``. Who may: anyone who may see
+the task (TaskService.get raises NotFound otherwise), as the API's POST/DELETE .../trigger.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from app.core.models import User
+from app.schedules.hooks import HOOK_PATH, HookService
+from app.schedules.service import Actor
+from app.ui.tasks import task_service
+
+_hooks: HookService | None = None
+_lock = threading.Lock()
+
+
+def hook_service() -> HookService:
+    """The web process's trigger URL service, over the UI's task service (built on first use)."""
+    global _hooks
+    with _lock:
+        if _hooks is None:
+            tasks = task_service()
+            _hooks = HookService(tasks.db, tasks.clock, fire=tasks.ask)
+        return _hooks
+
+
+def make(user: User, task_id: int) -> tuple[str, str]:
+    """Create the task's trigger URL or rotate its secret; returns (its path, the secret, shown once).
+    Raises NotFound when the user may not see the task."""
+    task = task_service().get(Actor(user), task_id)
+    hook_id, secret = hook_service().make(task.id or 0, user.email)
+    return HOOK_PATH + hook_id, secret
+
+
+def revoke(user: User, task_id: int) -> bool:
+    """End the task's trigger URL at once; returns whether it had one. Raises NotFound as :func:`make`."""
+    task = task_service().get(Actor(user), task_id)
+    return hook_service().revoke(task.id or 0)
