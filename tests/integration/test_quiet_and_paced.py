@@ -20,7 +20,7 @@ from app.core.attention_tables import AttentionEvent, AttentionKind
 from app.core.errors import Conflict, Forbidden, InvalidInput
 from app.schedules.model import RunOutcome, TaskRun
 from tests.integration.apiclient import bearer, client_for
-from tests.integration.receivers import wait_until, webhook_receiver
+from tests.integration.receivers import smtp_server, wait_until, webhook_receiver
 from tests.integration.test_notify_outbox import deliveries
 from tests.integration.test_scheduler_loop import settle
 from tests.store import issue_grant
@@ -50,11 +50,16 @@ def attention_kinds(rig: Any, task_id: int) -> list[str]:
                            .order_by(AttentionEvent.id)))
 
 
-def test_ten_no_change_fires_tell_nobody_and_a_failure_tells_once(rig: Any) -> None:
-    with webhook_receiver() as receiver:
-        channels.create(rig.core.db, rig.clock, rig.core.settings, rig.alice, {"kind": "webhook", "url": receiver.url})
-        config = DelivererConfig(owner="test:quiet", poll_seconds=0.02, destinations=Destinations.of(rig.core.settings))
-        deliverer = Deliverer(rig.core.db, rig.clock, config).start()
+def test_ten_no_change_fires_tell_nobody_and_a_failure_tells_once(rig_with: Any) -> None:
+    with webhook_receiver() as receiver, smtp_server() as (port, mails):
+        rig = rig_with(smtp_url=f"smtp://127.0.0.1:{port}", smtp_from="cron@example.com")
+        settings = rig.core.settings
+        channels.create(rig.core.db, rig.clock, settings, rig.alice, {"kind": "webhook", "url": receiver.url})
+        channels.create(rig.core.db, rig.clock, settings, rig.alice, {"kind": "email", "address": rig.alice.email})
+        deliverer = Deliverer.for_settings(rig.core.db, rig.clock, settings, "test")
+        deliverer.config = DelivererConfig(owner="test:quiet", poll_seconds=0.02,
+                                           destinations=Destinations.of(settings))
+        deliverer.start()
         try:
             task = rig.create(notify="always", notify_on="changes", prompt="/sleep 0.05\nWatch the prices.")
             records = [fire_and_report(rig, task, "no_change", f"prices unchanged ({i})") for i in range(10)]
@@ -71,12 +76,13 @@ def test_ten_no_change_fires_tell_nobody_and_a_failure_tells_once(rig: Any) -> N
             assert attention_kinds(rig, task)[2:] == [AttentionKind.FIRE_FAILED.value]
             # the outbox keeps order: had a quiet fire been told, it would have arrived before these
             got = receiver.wait_for(3)
-            wait_until(lambda: len(deliveries(rig.core)) == 3 and all(d.state == "delivered"
+            wait_until(lambda: len(deliveries(rig.core)) == 6 and all(d.state == "delivered"
                                                                       for d in deliveries(rig.core)))
         finally:
             deliverer.stop()
     events = [json.loads(r.body)["event"] for r in got]
     assert events == ["fire.finished", "fire.finished", "fire.failed"] and len(receiver.got) == 3
+    assert len(mails) == 3  # notify=always: one email per told fire, none for the ten quiet ones
 
 
 @pytest.mark.parametrize("notify_on", ["failures"])
