@@ -21,6 +21,7 @@ from app.schedules.service import Actor, TaskService
 from scheduler.__main__ import build_loop
 from tests.agents.anthropic_server import AnthropicServer, stall, text
 from tests.agents.rig import AgentRig, build_rig
+from tests.integration.receivers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)]
 
@@ -46,16 +47,6 @@ def record(rig: AgentRig, task_run_id: int) -> TaskRun:
         return s.exec(select(TaskRun).where(TaskRun.id == task_run_id)).one()
 
 
-def until(probe, timeout: float, what: str):  # a bounded poll on a database condition
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
-
-
 def test_replace_cancels_a_real_agent_turn_and_fires_the_newer_call(rig: AgentRig, model: AnthropicServer) -> None:
     tasks = TaskService(rig.core.db, rig.core.clock, rig.core.settings, DatabaseWaker(rig.core.db))
     task, _ = tasks.create(Actor(rig.user), rig.chat, {"name": "Build watch", "prompt": "Look at the build.",
@@ -68,23 +59,23 @@ def test_replace_cancels_a_real_agent_turn_and_fires_the_newer_call(rig: AgentRi
     first = httpx.post(url, content=b'{"build": 1}', headers={"authorization": f"Bearer {secret}"}, timeout=30)
     assert first.status_code == 202 and first.json()["status"] == "started", first.text
     loop.tick()
-    until(lambda: model.stalling.is_set(), WAIT, "the first fire's model reply to stall")
+    wait_until(lambda: model.stalling.is_set(), WAIT, "the first fire's model reply to stall")
 
     model.play(text("Build 2 is green."))
     asked = time.monotonic()
     second = httpx.post(url, content=b'{"build": 2}', headers={"authorization": f"Bearer {secret}"}, timeout=30)
     assert second.status_code == 202 and second.json()["status"] == "started", second.text
-    old = until(lambda: (r := record(rig, first.json()["run_id"])).status != RunOutcome.RUNNING.value and r,
-                30, "the replaced fire to end")
+    old = wait_until(lambda: (r := record(rig, first.json()["run_id"])).status != RunOutcome.RUNNING.value and r,
+                     30, "the replaced fire to end")
     cancelled = time.monotonic() - asked
     assert (old.status, old.superseded_by) == (RunOutcome.SUPERSEDED.value, second.json()["run_id"])
     assert rig.run_row(old.run_id).error.startswith("stopped by a newer fire")
 
     loop.tick()
-    newer = until(lambda: (r := record(rig, second.json()["run_id"])).run_id and r, 30, "the newer fire to start")
+    newer = wait_until(lambda: (r := record(rig, second.json()["run_id"])).run_id and r, 30, "the newer fire to start")
     started = time.monotonic() - asked
-    done = until(lambda: (r := record(rig, newer.id)).status != RunOutcome.RUNNING.value and r, WAIT,
-                 "the newer fire to end")
+    done = wait_until(lambda: (r := record(rig, newer.id)).status != RunOutcome.RUNNING.value and r, WAIT,
+                      "the newer fire to end")
     assert done.status == RunOutcome.SUCCEEDED.value and done.payload == '{"build": 2}'
     assert "Build 2 is green." in rig.run_row(done.run_id).output
     print(f"\nreplace: the running turn ended superseded {cancelled:.2f} s after the call; "
