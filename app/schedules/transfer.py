@@ -21,6 +21,7 @@ from app.core.clock import rfc3339
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import Project, User
 from app.core.projects import get_project
+from app.schedules import fire_rules
 from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
 from app.schedules.service import EDITABLE, Actor, TaskService
 
@@ -38,6 +39,7 @@ def definition(task: ScheduledTask) -> dict[str, Any]:
         "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds,
         "starts_at": rfc3339(task.starts_at), "ends_at": rfc3339(task.ends_at),
         "max_tokens_per_fire": task.max_tokens_per_fire, "max_cost_per_fire_usd": task.max_cost_per_fire_usd,
+        **fire_rules.current(task),
     }
 
 
@@ -122,7 +124,8 @@ def import_drafts(tasks: TaskService, user: User, project_id: int, body: object)
         schedule=spec.schedule_json, overlap=spec.overlap.value, session=spec.session.value, max_runs=spec.max_runs,
         notify=spec.notify.value, status=TaskStatus.DRAFT.value, max_tokens_per_fire=spec.max_tokens_per_fire,
         max_cost_per_fire_usd=spec.max_cost_per_fire_usd, created_by=CreatedBy.USER.value, armed_at=None,
-        created_at=now, updated_at=now, **dataclasses.asdict(spec.timing)) for spec in specs]
+        created_at=now, updated_at=now, **dataclasses.asdict(spec.timing), **dataclasses.asdict(spec.rules))
+        for spec in specs]
     with tasks.db.write() as s:
         if rows:
             tasks._check_quotas(s, project_id, adding=len(rows))

@@ -27,7 +27,8 @@ DEFINITIONS = [
     body(name="Standup", prompt="Post the standup summary.", schedule=CRON, overlap="queue_one", max_runs=20,
          catchup_window_seconds=None, jitter_seconds=120, max_tokens_per_fire=50_000, notify="always"),
     body(name="Build watch", schedule={"kind": "interval", "every_seconds": 3600}, session="fresh",
-         ends_at="2026-03-01T00:00:00Z", max_cost_per_fire_usd=0.5),
+         ends_at="2026-03-01T00:00:00Z", max_cost_per_fire_usd=0.5, overlap="queue_all", queue_cap=5,
+         notify_on="changes", pace_min_seconds=600, pace_max_seconds=7200),
 ]
 
 
@@ -117,7 +118,10 @@ def test_schedules_exported_and_imported_into_another_projects_chat_are_the_same
     assert doc["version"] == 1 and [d["name"] for d in doc["schedules"]] == ["Standup", "Build watch"]
     assert set(doc["schedules"][0]) == {"name", "prompt", "schedule", "overlap", "session", "notify", "max_runs",
                                         "catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at",
-                                        "max_tokens_per_fire", "max_cost_per_fire_usd"}
+                                        "max_tokens_per_fire", "max_cost_per_fire_usd", "notify_on", "queue_cap",
+                                        "pace_min_seconds", "pace_max_seconds"}
+    assert {k: doc["schedules"][1][k] for k in ("overlap", "queue_cap", "notify_on", "pace_min_seconds")} == {
+        "overlap": "queue_all", "queue_cap": 5, "notify_on": "changes", "pace_min_seconds": 600}
     bob_project = w.client.get("/api/projects", headers=w.h("bob")).json()["projects"][0]["id"]
     assert w.client.post(f"/api/projects/{bob_project}/schedules/import", json={**doc, "chat_id": w.bob_chat},
                          headers=w.h()).status_code == 404  # alice cannot see bob's project
