@@ -94,8 +94,12 @@ def ask(s: Session, db: Database, task: ScheduledTask, req: Request, now: dt.dat
     if overlap == Overlap.REPLACE:
         _supersede(s, task, row, now)
     # the line waits for an active task only: a run now of a paused one takes the slot, as it always did
-    if not task.pending_run or overlap == Overlap.REPLACE or task.status != TaskStatus.ACTIVE.value:
+    if overlap == Overlap.REPLACE or task.status != TaskStatus.ACTIVE.value:
         _into_slot(task, row)
+    elif not task.pending_run:  # the slot takes the oldest in line (this one if the line was empty): in order
+        _into_slot(task, s.exec(select(TaskRun).where(TaskRun.task_id == task.id,
+                                                      TaskRun.status == RunOutcome.QUEUED.value)
+                                .order_by(TaskRun.occurrence_at).limit(1)).one())
     s.add(task)
     return asked, row
 

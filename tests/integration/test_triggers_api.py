@@ -250,3 +250,22 @@ def test_hostile_headers_and_bodies_never_reach_a_500(world: World) -> None:
     streamed = world.client.post(path_of(trigger), content=iter([b"x" * 40_000, b"y" * 40_000]),
                                  headers={"authorization": f"Bearer {trigger['secret']}"})
     assert streamed.status_code == 413
+
+
+def test_a_call_while_the_slot_is_empty_waits_behind_the_line(world: World) -> None:
+    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="/sleep 0.3\nWork.")
+    trigger = made_trigger(world, task["id"])
+    call(world, trigger, b"0")
+    tick(world)  # fire 0 runs
+    assert [call(world, trigger, p).json()["status"] for p in (b"1", b"2")] == ["queued", "queued"]
+    settle(world.core)
+    world.clock.advance(1)
+    tick(world)  # fire 1 runs: the slot is empty again, call 2 waits in line
+    assert call(world, trigger, b"3").json()["status"] == "queued"
+    for _ in range(3):
+        settle(world.core)
+        world.clock.advance(1)
+        tick(world)
+    settle(world.core)
+    fired = sorted((r for r in runs_of(world, task["id"]) if r.status == "succeeded"), key=lambda r: r.started_at)
+    assert [r.payload for r in fired] == ["0", "1", "2", "3"]
