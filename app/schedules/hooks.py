@@ -126,12 +126,24 @@ class HookService:
         self.db, self.clock, self.fire = db, clock, fire
         self.waker = waker or NullWaker()
 
-    def make(self, task_id: int, by: str) -> tuple[str, str]:
+    def make(self, task_id: int, by: str, rotate: bool = True) -> tuple[str, str]:
         """Create the task's trigger URL or rotate its secret (the old one stops at once); returns
-        (hook id, secret). The secret is shown this once."""
+        (hook id, secret). The secret is shown this once. ``rotate=False``: only create — Conflict
+        when the task has one already (a drawer that had not seen it yet must not rotate it)."""
+        for attempt in range(2):  # two people creating at once: the second finds the first's row
+            try:
+                return self._make(task_id, by, rotate)
+            except IntegrityError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _make(self, task_id: int, by: str, rotate: bool) -> tuple[str, str]:
         secret, now = new_secret(), self.clock.now()
         with self.db.write() as s:
             row = s.exec(select(TaskHook).where(TaskHook.task_id == task_id)).first()
+            if row is not None and not rotate:
+                raise Conflict("this schedule already has a trigger URL; rotate its secret to get a new one")
             if row is None:
                 row = TaskHook(id=secrets.token_urlsafe(24), task_id=task_id, secret=secret, created_by=by,
                                created_at=now)

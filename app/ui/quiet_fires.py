@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from app.core.db import Database
 from app.core.models import Event, EventType, Run
-from app.schedules.model import Outcome, TaskRun
+from app.schedules.model import Outcome, RunOutcome, TaskRun
 
 HEAD, BODY = "head", "body"
 
@@ -29,7 +29,8 @@ def quiet_runs(db: Database, run_ids: Iterable[int]) -> dict[int, str]:
     if not ids:
         return {}
     query = (sa.select(Run.id, TaskRun.summary).join(TaskRun, TaskRun.id == Run.task_run_id)
-             .where(Run.id.in_(ids), TaskRun.quiet.is_(True), TaskRun.outcome == Outcome.NO_CHANGE.value))
+             .where(Run.id.in_(ids), TaskRun.quiet.is_(True), TaskRun.outcome == Outcome.NO_CHANGE.value,
+                    TaskRun.status == RunOutcome.SUCCEEDED.value))  # a superseded fire is quiet, not "nothing new"
     with db.read() as s:
         return {run_id: summary or "" for run_id, summary in s.exec(query).all()}
 

@@ -101,6 +101,7 @@ class TaskRow:
     trigger_url: str = ""  # its trigger URL (app/ui/trigger_views.py), "" when it has none
     trigger_curl: str = ""  # a curl call of it
     trigger_since: str = ""  # "made 5 min ago by ann@example.com"
+    trigger_made: str = ""  # when its secret was made (RFC 3339): a secret on show belongs to this one only
 
 
 def zone_of(name: str | None) -> dt.tzinfo:

@@ -60,3 +60,4 @@ def apply(rows: Iterable[TaskRow], views: Mapping[int, Mapping[str, Any]], origi
         row.trigger_url = trigger_url(origin, str(view["path"]))
         row.trigger_curl = curl_example(row.trigger_url)
         row.trigger_since = since(view, now)
+        row.trigger_made = str(view.get("created_at") or "")

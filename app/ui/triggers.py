@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 from app.core.models import User
+from app.schedules import hooks
 from app.schedules.hooks import HOOK_PATH, HookService
 from app.schedules.service import Actor
 from app.ui.tasks import task_service
@@ -28,12 +29,15 @@ def hook_service() -> HookService:
         return _hooks
 
 
-def make(user: User, task_id: int) -> tuple[str, str]:
-    """Create the task's trigger URL or rotate its secret; returns (its path, the secret, shown once).
-    Raises NotFound when the user may not see the task."""
+def make(user: User, task_id: int, rotate: bool) -> tuple[str, str, str]:
+    """Create the task's trigger URL (``rotate``: or rotate its secret); returns (its path, the secret,
+    shown once, and when it was made, as the rows show it). Raises NotFound when the user may not see
+    the task, Conflict when it has one already and ``rotate`` is off."""
+    service = hook_service()
     task = task_service().get(Actor(user), task_id)
-    hook_id, secret = hook_service().make(task.id or 0, user.email)
-    return HOOK_PATH + hook_id, secret
+    hook_id, secret = service.make(task.id or 0, user.email, rotate=rotate)
+    made = hooks.trigger_views(service.db, [task.id or 0]).get(task.id or 0, {})
+    return HOOK_PATH + hook_id, secret, str(made.get("created_at") or "")
 
 
 def revoke(user: User, task_id: int) -> bool:

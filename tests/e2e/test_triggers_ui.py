@@ -55,6 +55,7 @@ def test_a_trigger_url_shows_its_secret_once(sized: Page, server, token: str, tm
                {"name": "deploy check", "prompt": "look at the deploy", "schedule": DAY})
     open_drawer(page)
     row = _row(page, task["id"])
+    expect(row.get_by_test_id("trigger-create")).to_be_visible()
     expect(row.get_by_test_id("trigger-url")).to_have_count(0)
     row.get_by_test_id("trigger-create").click()
 
@@ -97,6 +98,7 @@ def test_rotate_ends_the_old_secret_and_revoke_ends_the_url(sized: Page, server,
     new = row.get_by_test_id("trigger-secret").inner_text()
     expect(row.get_by_test_id("trigger-url")).to_have_text(url)  # the address stays, the secret changes
     assert _call(url, old) == 401
+    assert _call(url, new) == 202  # the new one works until the URL is revoked
     row.get_by_test_id("trigger-secret-done").click()
     expect(row.get_by_test_id("trigger-secret")).to_have_count(0)
 

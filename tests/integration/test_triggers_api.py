@@ -18,7 +18,9 @@ from standardwebhooks import Webhook
 from app.core.clock import FakeClock
 from app.core.context import Core
 from app.core.envelope import PAYLOAD_NOTE
+from app.core.errors import Conflict
 from app.core.models import Run
+from app.schedules.hooks import HookService
 from app.schedules.model import HookCall
 from tests.integration.apiclient import client_for, table_contents
 from tests.integration.test_schedule_semantics_api import agent_headers, row, runs_of, tick
@@ -269,3 +271,12 @@ def test_a_call_while_the_slot_is_empty_waits_behind_the_line(world: World) -> N
     settle(world.core)
     fired = sorted((r for r in runs_of(world, task["id"]) if r.status == "succeeded"), key=lambda r: r.started_at)
     assert [r.payload for r in fired] == ["0", "1", "2", "3"]
+
+
+def test_a_create_that_finds_a_url_does_not_rotate_it(world: World) -> None:
+    task = world.created(schedule=HOURLY)
+    trigger = made_trigger(world, task["id"])
+    hooks = HookService(world.core.db, world.clock, None)
+    with pytest.raises(Conflict, match="already has a trigger URL"):
+        hooks.make(task["id"], "alice@example.com", rotate=False)
+    assert call(world, trigger).status_code == 202  # the secret shown before still works

@@ -71,11 +71,11 @@ def _made(row: TaskRow) -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.el.code(row.trigger_url, style=_CODE, custom_attrs=_tid("trigger-url")),
                   _copy(row.trigger_url, "trigger URL", "trigger-copy"), align="start", width="100%"),
-        rx.cond(ScheduleState.secret_task == row.id, _secret(row)),
+        rx.cond((ScheduleState.secret_task == row.id) & (ScheduleState.secret_made == row.trigger_made), _secret(row)),
         rx.flex(
             rx.button(rx.icon("rotate-ccw", size=13), "Rotate secret", size="1", variant="soft", color_scheme="gray",
                       title="A new secret; the old one stops working at once",
-                      on_click=ScheduleState.make_trigger(row.id), custom_attrs=_tid("trigger-rotate")),
+                      on_click=ScheduleState.make_trigger(row.id, True), custom_attrs=_tid("trigger-rotate")),
             rx.button(rx.icon("unlink", size=13), "Revoke", size="1", variant="soft", color_scheme="red",
                       on_click=ScheduleState.ask_revoke(row.id), custom_attrs=_tid("trigger-revoke")),
             rx.text(row.trigger_since, size="1", color_scheme="gray", margin_left="auto"),
@@ -96,7 +96,7 @@ def trigger_part(row: TaskRow) -> rx.Component:
             rx.cond(row.trigger_url == "", rx.button(
                 "Create trigger URL", size="1", variant="soft", margin_left="auto",
                 title="Start a fire from another system with an HTTP POST",
-                on_click=ScheduleState.make_trigger(row.id), custom_attrs=_tid("trigger-create"))),
+                on_click=ScheduleState.make_trigger(row.id, False), custom_attrs=_tid("trigger-create"))),
             align="center", spacing="1", width="100%",
         ),
         rx.cond(row.trigger_url != "", _made(row)),

@@ -55,6 +55,7 @@ class ScheduleState(AuthState):
     confirm_name: str = ""
     secret: str = ""  # a trigger URL's secret, right after it was made (shown once: never read back)
     secret_task: int = 0  # whose
+    secret_made: str = ""  # when that secret was made: rotated or re-made elsewhere since, it is not shown
     revoke_id: int = 0  # the task whose trigger URL "Revoke?" asks about
     _origin: str = ""  # the page's origin (https://host:port): trigger URLs are shown on it
     _expanded: list[int] = []
@@ -240,15 +241,16 @@ class ScheduleState(AuthState):
         return None
 
     @rx.event
-    async def make_trigger(self, task_id: int):
-        """Create the task's trigger URL or rotate its secret; the secret shows in its card, once."""
+    async def make_trigger(self, task_id: int, rotate: bool):
+        """Create the task's trigger URL (``rotate``: or rotate its secret); the secret shows in its card, once."""
         try:
             user = await self._user()
-            _, secret = await asyncio.to_thread(triggers.make, user, task_id)
+            _, secret, made = await asyncio.to_thread(triggers.make, user, task_id, rotate)
         except ChatcronError as exc:
             self.notice = exc.message
+            await self.refresh_quietly()
             return
-        self.secret, self.secret_task, self.notice = secret, task_id, ""
+        self.secret, self.secret_task, self.secret_made, self.notice = secret, task_id, made, ""
         await self.refresh_quietly()
 
     @rx.event
