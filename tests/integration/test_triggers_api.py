@@ -6,6 +6,7 @@ payload reaches the agent fenced and marked untrusted."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from app.core.clock import FakeClock
 from app.core.context import Core
 from app.core.envelope import PAYLOAD_NOTE
 from app.core.errors import Conflict
-from app.core.models import Run
+from app.core.models import Run, RunSource
 from app.schedules.hooks import HookService
 from app.schedules.model import HookCall
 from tests.integration.apiclient import client_for, table_contents
@@ -175,38 +176,6 @@ def test_a_big_or_binary_body_is_refused_naming_it(world: World) -> None:
     assert runs_of(world, task["id"]) == []
 
 
-def test_queue_all_keeps_three_in_line_and_skips_the_rest(world: World) -> None:
-    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="/sleep 0.3\nWork.")
-    trigger = made_trigger(world, task["id"])
-    first = call(world, trigger, b"0").json()
-    assert first["status"] == "started"
-    tick(world)  # the first fire runs; five more calls meet a busy chat
-    statuses = [call(world, trigger, str(i).encode()).json()["status"] for i in range(1, 6)]
-    assert statuses == ["queued", "queued", "queued", "skipped", "skipped"]
-    skipped = [r for r in runs_of(world, task["id"]) if r.status == "skipped"]
-    assert [r.error for r in skipped] == ["queue full", "queue full"]
-    for _ in range(4):
-        settle(world.core)
-        world.clock.advance(1)
-        tick(world)
-    settle(world.core)
-    fired = [r for r in runs_of(world, task["id"]) if r.trigger == "hook" and r.status == "succeeded"]
-    assert [r.payload for r in fired] == ["0", "1", "2", "3"]  # in turn, in the order they came
-
-
-def test_run_now_may_name_its_overlap(world: World) -> None:
-    task = world.created(schedule=HOURLY, overlap="queue_one", prompt="/sleep 0.3\nWork.")
-    assert world.client.post(f"/api/schedules/{task['id']}/run-now", json={"overlap": "later"},
-                             headers=world.h()).status_code == 400
-    assert world.client.post(f"/api/schedules/{task['id']}/run-now", headers=world.h()).status_code == 202
-    tick(world)
-    busy = world.client.post(f"/api/schedules/{task['id']}/run-now", json={"overlap": "skip"}, headers=world.h())
-    assert busy.status_code == 409 and "busy" in error_of(busy)["message"]
-    settle(world.core)
-    assert [r.status for r in runs_of(world, task["id"])] == ["succeeded", "skipped"]
-    assert row(world, task["id"]).pending_run is False
-
-
 def test_replace_supersedes_the_running_fire(world: World) -> None:
     task = world.created(schedule=HOURLY, overlap="replace", prompt="/sleep 20\nSlow work.")
     trigger = made_trigger(world, task["id"])
@@ -223,23 +192,6 @@ def test_replace_supersedes_the_running_fire(world: World) -> None:
     assert record.status == "running" and record.payload == "new"
 
 
-def test_pausing_drops_the_calls_that_wait(world: World) -> None:
-    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="/sleep 0.3\nWork.")
-    trigger = made_trigger(world, task["id"])
-    call(world, trigger, b"0")
-    tick(world)
-    assert [call(world, trigger, str(i).encode()).json()["status"] for i in (1, 2)] == ["queued", "queued"]
-    assert world.client.post(f"/api/schedules/{task['id']}/pause", headers=world.h()).status_code == 200
-    settle(world.core)
-    world.clock.advance(1)
-    tick(world)
-    settle(world.core)
-    records = {r.payload: r for r in runs_of(world, task["id"])}
-    assert records["0"].status == "succeeded"
-    assert [records[p].status for p in ("1", "2")] == ["skipped", "skipped"]
-    assert "paused" in records["1"].error and row(world, task["id"]).pending_run is False
-
-
 def test_hostile_headers_and_bodies_never_reach_a_500(world: World) -> None:
     task = world.created(schedule=HOURLY)
     trigger = made_trigger(world, task["id"])
@@ -254,25 +206,6 @@ def test_hostile_headers_and_bodies_never_reach_a_500(world: World) -> None:
     assert streamed.status_code == 413
 
 
-def test_a_call_while_the_slot_is_empty_waits_behind_the_line(world: World) -> None:
-    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="/sleep 0.3\nWork.")
-    trigger = made_trigger(world, task["id"])
-    call(world, trigger, b"0")
-    tick(world)  # fire 0 runs
-    assert [call(world, trigger, p).json()["status"] for p in (b"1", b"2")] == ["queued", "queued"]
-    settle(world.core)
-    world.clock.advance(1)
-    tick(world)  # fire 1 runs: the slot is empty again, call 2 waits in line
-    assert call(world, trigger, b"3").json()["status"] == "queued"
-    for _ in range(3):
-        settle(world.core)
-        world.clock.advance(1)
-        tick(world)
-    settle(world.core)
-    fired = sorted((r for r in runs_of(world, task["id"]) if r.status == "succeeded"), key=lambda r: r.started_at)
-    assert [r.payload for r in fired] == ["0", "1", "2", "3"]
-
-
 def test_a_create_that_finds_a_url_does_not_rotate_it(world: World) -> None:
     task = world.created(schedule=HOURLY)
     trigger = made_trigger(world, task["id"])
@@ -280,3 +213,86 @@ def test_a_create_that_finds_a_url_does_not_rotate_it(world: World) -> None:
     with pytest.raises(Conflict, match="already has a trigger URL"):
         hooks.make(task["id"], "alice@example.com", rotate=False)
     assert call(world, trigger).status_code == 202  # the secret shown before still works
+
+
+@contextlib.contextmanager
+def chat_held(w: World) -> Iterator[None]:
+    """A person's turn holds the chat until the block ends (then it is stopped): the calls in the
+    block meet a busy chat however slow the machine is."""
+    handle = w.core.prompts.start(w.chat, "/sleep 60\nA long look.", source=RunSource.USER)
+    try:
+        yield
+    finally:
+        w.core.prompts.stop(w.alice, w.chat, handle.run_id)
+        assert handle.wait(10) is not None
+
+
+def stop_fire(w: World) -> None:
+    """Stop the task's fire in flight (the stop a person makes) and wait for its record to end."""
+    w.core.prompts.stop(w.alice, w.chat)
+    settle(w.core)
+
+
+def test_queue_all_keeps_three_in_line_and_skips_the_rest(world: World) -> None:
+    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="Work.")
+    trigger = made_trigger(world, task["id"])
+    with chat_held(world):
+        statuses = [call(world, trigger, str(i).encode()).json()["status"] for i in range(5)]
+    assert statuses == ["queued", "queued", "queued", "skipped", "skipped"]
+    skipped = [r for r in runs_of(world, task["id"]) if r.status == "skipped"]
+    assert [(r.payload, r.error) for r in skipped] == [("3", "queue full"), ("4", "queue full")]
+    for _ in range(3):
+        world.clock.advance(1)
+        tick(world)
+        settle(world.core)
+    fired = sorted((r for r in runs_of(world, task["id"]) if r.status == "succeeded"), key=lambda r: r.started_at)
+    assert [r.payload for r in fired] == ["0", "1", "2"]  # in turn, in the order they came
+
+
+def test_run_now_may_name_its_overlap(world: World) -> None:
+    task = world.created(schedule=HOURLY, overlap="queue_one", prompt="Work.")
+    assert world.client.post(f"/api/schedules/{task['id']}/run-now", json={"overlap": "later"},
+                             headers=world.h()).status_code == 400
+    with chat_held(world):
+        busy = world.client.post(f"/api/schedules/{task['id']}/run-now", json={"overlap": "skip"},
+                                 headers=world.h())
+        assert busy.status_code == 409 and "busy" in error_of(busy)["message"]
+        queued = world.client.post(f"/api/schedules/{task['id']}/run-now", json={"overlap": "queue_all"},
+                                   headers=world.h())
+        assert queued.status_code == 202
+    world.clock.advance(1)
+    tick(world)
+    settle(world.core)
+    assert [(r.status, r.trigger) for r in runs_of(world, task["id"])] == [
+        ("skipped", "run_now_user"), ("succeeded", "run_now_user")]
+    assert row(world, task["id"]).pending_run is False
+
+
+def test_pausing_drops_the_calls_that_wait(world: World) -> None:
+    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="Work.")
+    trigger = made_trigger(world, task["id"])
+    with chat_held(world):
+        assert [call(world, trigger, p).json()["status"] for p in (b"1", b"2")] == ["queued", "queued"]
+        assert world.client.post(f"/api/schedules/{task['id']}/pause", headers=world.h()).status_code == 200
+    world.clock.advance(1)
+    tick(world)
+    settle(world.core)
+    records = {r.payload: r for r in runs_of(world, task["id"])}
+    assert [records[p].status for p in ("1", "2")] == ["skipped", "skipped"]
+    assert all("paused" in records[p].error for p in ("1", "2")) and row(world, task["id"]).pending_run is False
+
+
+def test_a_call_while_the_slot_is_empty_waits_behind_the_line(world: World) -> None:
+    task = world.created(schedule=HOURLY, overlap="queue_all", queue_cap=3, prompt="/sleep 60\nWork.")
+    trigger = made_trigger(world, task["id"])
+    with chat_held(world):
+        assert [call(world, trigger, p).json()["status"] for p in (b"1", b"2")] == ["queued", "queued"]
+    world.clock.advance(1)
+    tick(world)  # fire 1 runs: the slot is empty again, call 2 waits in line
+    assert call(world, trigger, b"3").json()["status"] == "queued"
+    for _ in range(3):
+        stop_fire(world)
+        world.clock.advance(1)
+        tick(world)
+    fired = sorted((r for r in runs_of(world, task["id"]) if r.started_at), key=lambda r: r.started_at)
+    assert [r.payload for r in fired] == ["1", "2", "3"]
