@@ -130,9 +130,21 @@ def login(page, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> None:
 
 def reveal_sidebar(page) -> None:
     """On a narrow page the sidebar waits behind `sidebar-toggle`: open it (a no-op when wide or open)."""
+    from playwright.sync_api import expect
+
     toggle = page.get_by_test_id("sidebar-toggle").first
-    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+    if not toggle.is_visible():
+        return
+    for _ in range(3):  # a click before the page has hydrated opens nothing: click again until it opens
+        if toggle.get_attribute("aria-expanded") == "true":
+            return
         toggle.click()
+        try:
+            expect(toggle).to_have_attribute("aria-expanded", "true", timeout=3_000)
+            return
+        except AssertionError:
+            continue
+    expect(toggle).to_have_attribute("aria-expanded", "true")
 
 
 def open_new_chat(page) -> str:
