@@ -143,8 +143,8 @@ def wait_in_line(s: Session, task: ScheduledTask, decision: d.Claim, now: dt.dat
         s.flush()
     apply(s, task, decision.changes, now)
     if decision.action == d.Action.REPLACE:
-        fire_queue.supersede_in_flight(s, task, row, now)
+        fire_queue.supersede(s, task, row, now)
     if decision.action == d.Action.REPLACE or not task.pending_run:
-        task.pending_run, task.pending_forced, task.pending_occurrence_at = True, None, row.occurrence_at
-        task.retry_at, task.updated_at = None, now
+        fire_queue.into_slot(task, row)
+        task.updated_at = now
         s.add(task)

@@ -19,12 +19,12 @@ from sqlmodel import Session, func, select
 
 from app.core.db import Database
 from app.core.models import Run, RunStatus
+from app.schedules.abandon import FORCED
 from app.schedules.model import Overlap, RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 
 SUPERSEDED_BY = "a newer fire of this task (overlap=replace)"  # who "stopped" a superseded turn
 QUEUE_FULL = "queue full"
 BUSY_SKIP = "the chat was busy (overlap=skip)"
-_FORCED = (Trigger.RUN_NOW_USER, Trigger.RUN_NOW_AGENT, Trigger.HOOK)
 
 
 class Asked(enum.StrEnum):
@@ -92,12 +92,12 @@ def ask(s: Session, db: Database, task: ScheduledTask, req: Request, now: dt.dat
     if asked == Asked.SKIPPED:
         return asked, row
     if overlap == Overlap.REPLACE:
-        _supersede(s, task, row, now)
+        supersede(s, task, row, now)
     # the line waits for an active task only: a run now of a paused one takes the slot, as it always did
     if overlap == Overlap.REPLACE or task.status != TaskStatus.ACTIVE.value:
-        _into_slot(task, row)
+        into_slot(task, row)
     elif not task.pending_run:  # the slot takes the oldest in line (this one if the line was empty): in order
-        _into_slot(task, s.exec(select(TaskRun).where(TaskRun.task_id == task.id,
+        into_slot(task, s.exec(select(TaskRun).where(TaskRun.task_id == task.id,
                                                       TaskRun.status == RunOutcome.QUEUED.value)
                                 .order_by(TaskRun.occurrence_at).limit(1)).one())
     s.add(task)
@@ -149,16 +149,18 @@ def _slot_record(s: Session, task: ScheduledTask, now: dt.datetime, req: Request
     return row
 
 
-def _into_slot(task: ScheduledTask, row: TaskRun) -> None:
+def into_slot(task: ScheduledTask, row: TaskRun) -> None:
+    """The task's slot holds ``row``'s fire, ready at once (a run now keeps who asked)."""
     trigger = Trigger(row.trigger)
     task.pending_run, task.pending_occurrence_at, task.retry_at = True, row.occurrence_at, None
-    task.pending_forced = trigger.value if trigger in _FORCED else None
+    task.pending_forced = trigger.value if trigger in FORCED else None
     task.pending_forced_by = row.requested_by if trigger == Trigger.RUN_NOW_USER else None
 
 
-def _supersede(s: Session, task: ScheduledTask, newer: TaskRun, now: dt.datetime) -> None:
-    """overlap=replace: the task's fire in flight is stopped (its record will end ``superseded``,
-    linked to ``newer``) and whatever waited in line is dropped for the newer fire."""
+def supersede(s: Session, task: ScheduledTask, newer: TaskRun, now: dt.datetime) -> None:
+    """overlap=replace (a trigger call, a run now, or the scheduler's regular occurrence): the task's
+    fire in flight is stopped (its record will end ``superseded``, linked to ``newer``) and whatever
+    waited in line is dropped for the newer fire."""
     runs = TaskRun.__table__
     s.exec(sa.update(TaskRun).where(TaskRun.task_id == task.id, TaskRun.id != newer.id,
                                     TaskRun.status.in_([RunOutcome.QUEUED.value, RunOutcome.DEFERRED.value]))
@@ -171,11 +173,6 @@ def _supersede(s: Session, task: ScheduledTask, newer: TaskRun, now: dt.datetime
     if chat_run is not None:
         s.exec(sa.update(Run).where(Run.id == chat_run, Run.status == RunStatus.RUNNING.value,
                                     Run.stop_requested_by.is_(None)).values(stop_requested_by=SUPERSEDED_BY))
-
-
-def supersede_in_flight(s: Session, task: ScheduledTask, newer: TaskRun, now: dt.datetime) -> None:
-    """The scheduler's side of overlap=replace for a regular occurrence (see :func:`_supersede`)."""
-    _supersede(s, task, newer, now)
 
 
 def advance(conn: sa.Connection, task_id: int, now: dt.datetime, not_before: dt.datetime | None = None) -> bool:
@@ -194,6 +191,6 @@ def advance(conn: sa.Connection, task_id: int, now: dt.datetime, not_before: dt.
     trigger = Trigger(head.trigger)
     conn.execute(tasks.update().where(tasks.c.id == task_id).values(
         pending_run=True, pending_occurrence_at=head.occurrence_at, retry_at=not_before, updated_at=now,
-        pending_forced=trigger.value if trigger in _FORCED else None,
+        pending_forced=trigger.value if trigger in FORCED else None,
         pending_forced_by=head.requested_by if trigger == Trigger.RUN_NOW_USER else None))
     return True

@@ -130,13 +130,10 @@ class HookService:
         """Create the task's trigger URL or rotate its secret (the old one stops at once); returns
         (hook id, secret). The secret is shown this once. ``rotate=False``: only create — Conflict
         when the task has one already (a drawer that had not seen it yet must not rotate it)."""
-        for attempt in range(2):  # two people creating at once: the second finds the first's row
-            try:
-                return self._make(task_id, by, rotate)
-            except IntegrityError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._make(task_id, by, rotate)
+        except IntegrityError:  # two people creating at once: the second finds the first's row
+            return self._make(task_id, by, rotate)
 
     def _make(self, task_id: int, by: str, rotate: bool) -> tuple[str, str]:
         secret, now = new_secret(), self.clock.now()

@@ -7,7 +7,7 @@ the task (TaskService.get raises NotFound otherwise), as the API's POST/DELETE .
 
 from __future__ import annotations
 
-import threading
+import functools
 
 from app.core.models import User
 from app.schedules import hooks
@@ -15,18 +15,13 @@ from app.schedules.hooks import HOOK_PATH, HookService
 from app.schedules.service import Actor
 from app.ui.tasks import task_service
 
-_hooks: HookService | None = None
-_lock = threading.Lock()
 
-
+@functools.cache
 def hook_service() -> HookService:
-    """The web process's trigger URL service, over the UI's task service (built on first use)."""
-    global _hooks
-    with _lock:
-        if _hooks is None:
-            tasks = task_service()
-            _hooks = HookService(tasks.db, tasks.clock, fire=tasks.ask)
-        return _hooks
+    """The web process's trigger URL service, over the UI's task service (built on first use; it
+    holds no state, so a second one built by a race would do no harm)."""
+    tasks = task_service()
+    return HookService(tasks.db, tasks.clock, fire=tasks.ask)
 
 
 def make(user: User, task_id: int, rotate: bool) -> tuple[str, str, str]:

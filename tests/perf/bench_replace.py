@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 
 from sqlmodel import select
 
@@ -26,6 +25,7 @@ from app.schedules.hooks import Call, HookService
 from app.schedules.model import RunOutcome, TaskRun
 from app.schedules.service import Actor, TaskService
 from tests.integration.procs import Schedulers
+from tests.integration.receivers import wait_until
 from tests.perf.common import emit, main_for, median, percentile, prepared
 
 TARGET_MS = 2000.0
@@ -42,16 +42,6 @@ FULL, QUICK = Sizes(repeats=20), Sizes(repeats=2)
 def _record(db: Database, task_run_id: int) -> TaskRun:
     with db.read() as s:
         return s.exec(select(TaskRun).where(TaskRun.id == task_run_id)).one()
-
-
-def _until(probe: Callable[[], object], timeout: float = 60.0) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.005)
-    raise TimeoutError("the replace did not complete in time")
 
 
 def bench(kind: str, sizes: Sizes) -> None:
@@ -74,15 +64,15 @@ def bench(kind: str, sizes: Sizes) -> None:
                     return answer["run_id"]
 
                 first = call(b"old")
-                _until(lambda first=first: _record(b.core.db, first).run_id)  # its turn is running
+                wait_until(lambda first=first: _record(b.core.db, first).run_id)  # its turn is running
                 asked = time.monotonic()
                 newer = call(b"new")
-                _until(lambda first=first: _record(b.core.db, first).status == RunOutcome.SUPERSEDED.value)
+                wait_until(lambda first=first: _record(b.core.db, first).status == RunOutcome.SUPERSEDED.value)
                 superseded.append((time.monotonic() - asked) * 1000)
-                _until(lambda newer=newer: _record(b.core.db, newer).run_id)
+                wait_until(lambda newer=newer: _record(b.core.db, newer).run_id)
                 started.append((time.monotonic() - asked) * 1000)
                 request_stop(b.core.db, b.user, chat.id)  # the newer turn is not measured: free the slot
-                _until(lambda newer=newer: _record(b.core.db, newer).status != RunOutcome.RUNNING.value)
+                wait_until(lambda newer=newer: _record(b.core.db, newer).status != RunOutcome.RUNNING.value)
         finally:
             group.close()
     emit("replace_superseded_p50_ms", median(superseded), "ms", TARGET_MS, kind)
