@@ -26,6 +26,7 @@ _SECRETS = re.compile(
     (chatcron_\w+['"]?\s*[=:]\s*['"]?)[^;,\s'"&]+                # our cookies, in a header or a dict
     | (\b(?:authorization|x-chatcron-signature|cookie|set-cookie)['"]?\s*[:=,]\s*['"]?)[^'"\n]{4,}
     | (\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}                      # a bearer token anywhere
+    | (\bwhsec_)[A-Za-z0-9+/=]{8,}                             # a trigger URL's secret anywhere (SPEC §19)
     | ([?&](?:token|ticket|secret|password)=)[^&\s'"]+         # query strings
     | (['"][\w-]*(?:password|secret|token|ticket)['"]\s*:\s*['"])[^'"]*  # JSON/dict values (api_token…)
     """)

@@ -21,6 +21,8 @@ from app.core import redact
     ("GET /auth/claim?ticket=tkt-98765 HTTP/1.1", "tkt-98765"),
     ('{"email": "a@example.com", "password": "hunter22"}', "hunter22"),
     ("{'SCHEDULE_API_TOKEN': 'agent-token-42'}", "agent-token-42"),
+    ("state delta: {'schedule_state.secret': 'whsec_c2VjcmV0LXZhbHVlLTEyMzQ1Njc4'}", "c2VjcmV0LXZhbHVlLTEyMzQ1Njc4"),
+    ("made whsec_QUJDREVGR0hJSktMTU5PUA== for task 3", "QUJDREVGR0hJSktMTU5PUA=="),
 ])
 def test_secrets_are_redacted(text: str, secret: str) -> None:
     cleaned = redact.redact(text)
