@@ -6,6 +6,7 @@ the same (``mon-fri`` and ``1-5``); a macro reads like its expansion.
 
 from __future__ import annotations
 
+from app.schedules.cron.day_terms import DayKind, DayTerm
 from app.schedules.cron.fields import Field, Term, parse_cron
 
 _WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -24,6 +25,7 @@ _MONTHS = (
     "November",
     "December",
 )
+_NTH_WORDS = ("", "first", "second", "third", "fourth", "fifth")
 _MAX_LISTED_TIMES = 6
 _MAX_LISTED_VALUES = 8
 
@@ -90,6 +92,13 @@ def _day_phrase(dom: Field, dow: Field, days_and: bool) -> str:
     dom_text = None if dom.is_every else _dom_text(dom)
     if dow.is_every:
         return f" on {dom_text} of the month" if dom_text else ""
+    if dow.calendar:
+        days = _weekdays(dow, "and") + " of the month"
+        if dom_text is None:
+            return f", on {days}"
+        if days_and:
+            return f" on {dom_text} of the month, if it is {_weekdays(dow, 'or')} of the month"
+        return f" on {dom_text} of the month and on {days}"
     single = len(dow.values) == 1
     if dom_text is None:
         if single:
@@ -103,14 +112,36 @@ def _day_phrase(dom: Field, dow: Field, days_and: bool) -> str:
 
 
 def _dom_text(dom: Field) -> str:
+    calendar = [_calendar_day(term) for term in dom.calendar]
+    if not dom.terms:
+        return _join(calendar)
     if len(dom.values) == 1:
-        return f"day {dom.values[0]}"
-    if len(dom.terms) == 1 and dom.terms[0].star and len(dom.values) > _MAX_LISTED_VALUES:
-        return f"every {_ordinal(dom.terms[0].step)} day"
-    return "days " + _terms(dom)
+        classic = f"day {dom.values[0]}"
+    elif len(dom.terms) == 1 and dom.terms[0].star and len(dom.values) > _MAX_LISTED_VALUES:
+        classic = f"every {_ordinal(dom.terms[0].step)} day"
+    else:
+        classic = "days " + _terms(dom)
+    return _join([classic, *calendar])
+
+
+def _calendar_day(term: DayTerm) -> str:
+    """``the last day``, ``the 3rd-to-last day``, ``the last weekday``, ``the weekday nearest day 15``,
+    ``the last Friday``, ``the second Monday`` (the caller adds "of the month")."""
+    if term.kind is DayKind.LAST:
+        return "the last day" if term.value == 0 else f"the {_ordinal(term.value + 1)}-to-last day"
+    if term.kind is DayKind.LAST_WEEKDAY:
+        return "the last weekday"
+    if term.kind is DayKind.NEAREST_WEEKDAY:
+        return f"the weekday nearest day {term.value}"
+    if term.kind is DayKind.LAST_OF_WEEK:
+        return f"the last {_WEEKDAYS[term.value]}"
+    return f"the {_NTH_WORDS[term.nth]} {_WEEKDAYS[term.value]}"
 
 
 def _weekdays(dow: Field, conjunction: str) -> str:
+    calendar = [_calendar_day(term) for term in dow.calendar]
+    if calendar:
+        return _join([*(_WEEKDAYS[v] for v in dow.values), *calendar], conjunction)
     if len(dow.terms) == 1 and dow.terms[0].step == 1 and not dow.terms[0].star and not dow.terms[0].is_single:
         term = dow.terms[0]
         return f"{_WEEKDAYS[term.start]} through {_WEEKDAYS[term.end]}"

@@ -16,6 +16,9 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from app.schedules.cron import day_terms
+from app.schedules.cron.day_terms import DayTerm
+
 MAX_EXPRESSION_LENGTH = 1000
 _DIGITS = re.compile(r"[0-9]{1,4}")
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -94,6 +97,8 @@ class Field:
     text: str
     terms: tuple[Term, ...]
     values: tuple[int, ...]  # sorted, day-of-week normalised to 0-6
+    # SPEC §20 calendar items of day-of-month / day-of-week (L, L-n, LW, nW, dL, d#n), beside the terms
+    calendar: tuple[DayTerm, ...] = ()
 
     @property
     def star(self) -> bool:
@@ -103,7 +108,7 @@ class Field:
     @property
     def is_every(self) -> bool:
         """True for a plain ``*`` (or ``*/1``): every value of the field."""
-        return len(self.terms) == 1 and self.terms[0].star and self.terms[0].step == 1
+        return len(self.terms) == 1 and self.terms[0].star and self.terms[0].step == 1 and not self.calendar
 
 
 @dataclass(frozen=True)
@@ -143,11 +148,13 @@ class CronSpec:
     def _compute_days(self, month: int, ndays: int, first_dow: int) -> tuple[int, ...]:
         if month not in self.month.values:
             return ()
-        doms, dows = set(self.day_of_month.values), set(self.day_of_week.values)
+        doms = set(self.day_of_month.values) | day_terms.days_of(self.day_of_month.calendar, ndays, first_dow)
+        dows = set(self.day_of_week.values)
+        dow_days = day_terms.days_of(self.day_of_week.calendar, ndays, first_dow)
         both = self.days_and
         out = []
         for day in range(1, ndays + 1):
-            dom_ok, dow_ok = day in doms, (first_dow + day - 1) % 7 in dows
+            dom_ok, dow_ok = day in doms, (first_dow + day - 1) % 7 in dows or day in dow_days
             if (dom_ok and dow_ok) if both else (dom_ok or dow_ok):
                 out.append(day)
         return tuple(out)
@@ -201,18 +208,41 @@ def _parse_cached(expr: str) -> CronSpec:
 
 
 def _parse_field(bounds: _Bounds, text: str) -> Field:
-    terms = []
+    terms, calendar = [], []
     for item in text.split(","):
         if not item:
             raise CronError(bounds.name, f"empty list item in {text!r}")
-        terms.append(_parse_term(bounds, item))
+        term = _calendar_item(bounds, item)
+        if term is not None:
+            calendar.append(term)
+            continue
+        try:
+            terms.append(_parse_term(bounds, item))
+        except CronError:
+            if day_terms.looks_like_calendar_item(item):
+                why = "L, W and # are only for day-of-month and day-of-week"
+                raise CronError(bounds.name, f"{item!r}: {why}") from None
+            raise
     values = set()
     for term in terms:
         values.update(range(term.start, term.end + 1, term.step))
     if bounds.name is FieldName.DAY_OF_WEEK and 7 in values:
         values.discard(7)
         values.add(0)
-    return Field(bounds.name, text, tuple(terms), tuple(sorted(values)))
+    return Field(bounds.name, text, tuple(terms), tuple(sorted(values)), tuple(dict.fromkeys(calendar)))
+
+
+def _calendar_item(bounds: _Bounds, item: str) -> DayTerm | None:
+    """The SPEC §20 item ``item`` is in a day field, or None for a classic item (or another field)."""
+    if bounds.name is FieldName.DAY_OF_MONTH and day_terms.is_dom_item(item):
+        term, why = day_terms.parse_dom_item(item)
+    elif bounds.name is FieldName.DAY_OF_WEEK and day_terms.is_dow_item(item):
+        term, why = day_terms.parse_dow_item(item, bounds.names)
+    else:
+        return None
+    if term is None:
+        raise CronError(bounds.name, str(why))
+    return term
 
 
 def _parse_term(bounds: _Bounds, item: str) -> Term:
@@ -266,6 +296,8 @@ def _check_days_possible(spec: CronSpec) -> None:
         return  # OR rule: every month has every weekday
     months, doms = spec.month.values, spec.day_of_month.values
     if any(day <= MAX_MONTH_DAYS[month] for month in months for day in doms):
+        return
+    if any(term.possible_in(MAX_MONTH_DAYS[month]) for month in months for term in spec.day_of_month.calendar):
         return
     raise CronError(
         FieldName.DAY_OF_MONTH,
