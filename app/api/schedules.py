@@ -13,7 +13,7 @@ from app.core.errors import InvalidInput
 from app.core.models import User
 from app.core.spend import Spend
 from app.core.wake import DatabaseWaker
-from app.schedules import hooks, spec
+from app.schedules import exclusions, hooks, spec
 from app.schedules import preview as previews
 from app.schedules.model import TASK_DEFAULTS
 from app.schedules.service import Actor, TaskService
@@ -57,6 +57,7 @@ def task_json(t: Any, spend: tuple[Spend, Spend] | None = None) -> dict[str, Any
         "max_tokens_per_fire": t.max_tokens_per_fire, "max_cost_per_fire_usd": t.max_cost_per_fire_usd,
         "notify_on": t.notify_on, "queue_cap": t.queue_cap, "pace_min_seconds": t.pace_min_seconds,
         "pace_max_seconds": t.pace_max_seconds, "next_paced": t.next_paced,
+        **exclusions.of_task(t).as_json(),
     }
     if spend is not None:
         shown.update(usage_today=spend[0].as_json(), usage_total=spend[1].as_json())
@@ -120,6 +121,8 @@ class TaskIn(Strict):
     queue_cap: Any = TASK_DEFAULTS["queue_cap"]
     pace_min_seconds: Any = None
     pace_max_seconds: Any = None
+    exclude_dates: Any = None
+    holidays: Any = None
 
 
 class TaskPatch(Strict):
@@ -140,6 +143,8 @@ class TaskPatch(Strict):
     queue_cap: Any = None
     pace_min_seconds: Any = None
     pace_max_seconds: Any = None
+    exclude_dates: Any = None
+    holidays: Any = None
 
 
 class PauseIn(Strict):
@@ -153,6 +158,8 @@ class RunNowIn(Strict):
 
 class PreviewIn(Strict):
     schedule: Any = None
+    exclude_dates: Any = None  # SPEC §20: the occurrences these exclude are listed under "excluded"
+    holidays: Any = None
 
 
 def _sent(body: BaseModel) -> dict[str, Any]:
@@ -164,7 +171,8 @@ def preview(body: PreviewIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
     if not isinstance(body.schedule, dict):
         raise InvalidInput("schedule", "must be an object with a kind (once, cron or interval)")
     try:
-        return previews.preview(body.schedule, tasks.clock.now())
+        return previews.preview(body.schedule, tasks.clock.now(), exclude_dates=body.exclude_dates,
+                                holidays=body.holidays)
     except ScheduleError as exc:
         raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
 

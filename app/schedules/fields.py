@@ -12,7 +12,7 @@ from typing import Any
 
 from app.core.errors import InvalidInput
 from app.core.text import clean_prompt
-from app.schedules import timing
+from app.schedules import exclusions, timing
 from app.schedules.plan import Plan
 from app.schedules.spec import (
     CronSchedule,
@@ -30,8 +30,9 @@ MAX_JITTER_SECONDS = 86400
 ONCE_MAX_JITTER_SECONDS = 600  # a once task has no gap to take a tenth of
 MAX_NOTE_CHARS = 500
 MAX_PAUSE = dt.timedelta(days=3660)
-TIMING_FIELDS = ("catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at")
-MOVES_NEXT = frozenset({"schedule", "jitter_seconds", "starts_at", "ends_at"})  # an edit of these moves the next fire
+TIMING_FIELDS = ("catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at", "exclude_dates", "holidays")
+# an edit of these moves the next fire
+MOVES_NEXT = frozenset({"schedule", "jitter_seconds", "starts_at", "ends_at", "exclude_dates", "holidays"})
 REARMS = frozenset({"schedule", "starts_at"})  # ... and of these re-arms it (an interval's grid starts anew)
 
 
@@ -41,6 +42,8 @@ class Timing:
     jitter_seconds: int
     starts_at: dt.datetime | None
     ends_at: dt.datetime | None
+    exclude_dates: str = "[]"  # SPEC §20, stored as JSON (app/schedules/exclusions.py)
+    holidays: str | None = None
 
 
 def catchup(value: object) -> int | None:
@@ -150,6 +153,23 @@ def check(merged: dict[str, Any], schedule: Schedule, now: dt.datetime, *, chang
     jitter_value = merged.get("jitter_seconds")
     starts_at, ends_at = window(merged.get("starts_at"), merged.get("ends_at"), schedule, now,
                                 check_future=bool(changed & {"schedule", "starts_at", "ends_at"}), armed_at=armed_at)
+    excluded = exclusions.check(merged.get("exclude_dates"), merged.get("holidays"),
+                                cron=isinstance(schedule, CronSchedule))
+    if excluded and changed & {"schedule", "exclude_dates", "holidays"}:
+        _check_some_left(schedule, excluded, now, starts_at)
     return Timing(catchup_window_seconds=catchup(merged.get("catchup_window_seconds")),
                   jitter_seconds=jitter(jitter_value, schedule, now) if timing_changed else int(jitter_value or 0),
-                  starts_at=starts_at, ends_at=ends_at)
+                  starts_at=starts_at, ends_at=ends_at, exclude_dates=excluded.dates_json(),
+                  holidays=excluded.holidays_json())
+
+
+def _check_some_left(schedule: Schedule, excluded: exclusions.Exclusions, now: dt.datetime,
+                     starts_at: dt.datetime | None) -> None:
+    """Exclusions must leave the schedule an occurrence within 8 years (else it would never fire)."""
+    try:
+        first = Plan(schedule, starts_at=starts_at, exclusions=excluded).next_after(now)
+    except ScheduleError:
+        first = None
+    if first is None:
+        raise InvalidInput("holidays" if excluded.holidays is not None else "exclude_dates",
+                           "excludes every occurrence of the schedule in the next 8 years")

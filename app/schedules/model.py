@@ -77,7 +77,8 @@ TASK_DEFAULTS: dict[str, object] = {"overlap": Overlap.QUEUE_ONE.value, "session
                                     "max_runs": None, "notify": Notify.FAILURES.value,
                                     "catchup_window_seconds": 3600, "jitter_seconds": 0,
                                     "starts_at": None, "ends_at": None, "notify_on": "always", "queue_cap": 3,
-                                    "pace_min_seconds": None, "pace_max_seconds": None}
+                                    "pace_min_seconds": None, "pace_max_seconds": None,
+                                    "exclude_dates": [], "holidays": None}
 DEFAULT_CATCHUP_SECONDS = 3600
 
 
@@ -162,6 +163,10 @@ class ScheduledTask(SQLModel, table=True):
     pace_min_seconds: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
     pace_max_seconds: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
     paced_at: dt.datetime | None = instant(nullable=True)
+    # SPEC §20: local dates whose occurrences are not occurrences (JSON list of YYYY-MM-DD) and a
+    # country's public holidays ({"country", "subdivision"} JSON, None: none) — app/schedules/exclusions.py
+    exclude_dates: str = Field(default="[]", sa_column=sa.Column(sa.Text, nullable=False, server_default="[]"))
+    holidays: str | None = Field(default=None, sa_column=sa.Column(sa.String(200), nullable=True))
     created_at: dt.datetime = instant(nullable=False)
     updated_at: dt.datetime = instant(nullable=False)
 

@@ -13,13 +13,18 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Collection
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from app.schedules import exclusions as excl
 from app.schedules import timing
-from app.schedules.spec import IntervalSchedule, Schedule, parse_schedule
+from app.schedules.cron.zone import load_zone
+from app.schedules.exclusions import Exclusions
+from app.schedules.spec import CronSchedule, IntervalSchedule, Schedule, parse_schedule
 
 _TINY = timedelta(microseconds=1)
+_SKIP_HORIZON = timedelta(days=2922)  # past 8 years of excluded days a schedule is taken as silent
+MAX_LISTED_EXCLUDED = 50
 
 
 def jitter_offset(task_id: int, nominal: datetime, jitter_seconds: int) -> timedelta:
@@ -42,6 +47,51 @@ class Plan:
     ends_at: datetime | None = None
     jitter_seconds: int = 0
     task_id: int = 0
+    exclusions: Exclusions = excl.NONE  # SPEC §20: days whose occurrences are not occurrences (cron only)
+
+    # -- excluded days ------------------------------------------------------------------------
+    @property
+    def _excluding(self) -> bool:
+        return bool(self.exclusions) and isinstance(self.schedule, CronSchedule)
+
+    def _local_day(self, instant: datetime) -> date:
+        assert isinstance(self.schedule, CronSchedule)
+        return instant.astimezone(load_zone(self.schedule.timezone).zone).date()
+
+    def _day_start(self, day: date) -> datetime:
+        """The first instant of a local day (a midnight the clock skips: the instant of the jump)."""
+        assert isinstance(self.schedule, CronSchedule)
+        zone = load_zone(self.schedule.timezone).zone
+        return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+
+    def excluded_reason(self, nominal: datetime) -> str | None:
+        """Why the occurrence at ``nominal`` is excluded ("Christmas Day", "excluded date"), or None."""
+        return self.exclusions.reason(self._local_day(nominal)) if self._excluding else None
+
+    def _past_excluded(self, found: datetime | None) -> datetime | None:
+        """``found``, or the first occurrence after it on a day that is not excluded."""
+        limit = None if found is None else found + _SKIP_HORIZON
+        while found is not None and self.excluded_reason(found) is not None:
+            following = self._day_start(self._local_day(found) + timedelta(days=1))
+            found = timing.next_occurrence(self.schedule, following - _TINY)
+            if found is not None and limit is not None and found > limit:
+                return None
+        return found
+
+    def excluded_between(self, after: datetime, until: datetime,
+                         limit: int = MAX_LISTED_EXCLUDED) -> list[tuple[datetime, str]]:
+        """(nominal, reason) of the excluded occurrences in ``(after, until]`` inside the window, at most ``limit``."""
+        if not self._excluding or until <= after:
+            return []
+        out: list[tuple[datetime, str]] = []
+        for day, reason in self.exclusions.days_between(self._local_day(after), self._local_day(until)):
+            start = max(after, self._day_start(day) - _TINY, self._from(after))
+            end = min(until, self._day_start(day + timedelta(days=1)) - _TINY)
+            found = timing.next_occurrence(self.schedule, start)
+            while found is not None and found <= end and self._inside(found) is not None and len(out) < limit:
+                out.append((found, reason))
+                found = timing.next_occurrence(self.schedule, found)
+        return out
 
     # -- nominal occurrences ------------------------------------------------------------------
     def _grid_base(self) -> datetime | None:
@@ -60,12 +110,18 @@ class Plan:
 
     def next_after(self, after: datetime) -> datetime | None:
         """The first occurrence strictly after ``after`` inside the window (nominal), or None."""
-        return self._inside(timing.next_occurrence(self.schedule, self._from(after), armed_at=self._grid_base()))
+        found = timing.next_occurrence(self.schedule, self._from(after), armed_at=self._grid_base())
+        return self._inside(self._past_excluded(found) if self._excluding else found)
 
     __call__ = next_after  # a Plan is the scheduler's "next regular occurrence" function
 
     def upcoming(self, after: datetime, count: int) -> list[datetime]:
         """Up to ``count`` occurrences strictly after ``after`` inside the window (nominal), ascending."""
+        if self._excluding:
+            out: list[datetime] = []
+            while len(out) < count and (found := self.next_after(out[-1] if out else after)) is not None:
+                out.append(found)
+            return out
         found = timing.next_occurrences(self.schedule, self._from(after), count, armed_at=self._grid_base())
         return [x for x in found if self._inside(x) is not None]
 
@@ -73,10 +129,23 @@ class Plan:
         """How many occurrences fall in ``(after, until]`` inside the window (counted, not listed)."""
         lo = self._from(after)
         hi = min(until, self.ends_at - _TINY) if self.ends_at is not None else until
-        return timing.count_occurrences(self.schedule, lo, hi, armed_at=self._grid_base()) if hi > lo else 0
+        if hi <= lo:
+            return 0
+        total = timing.count_occurrences(self.schedule, lo, hi, armed_at=self._grid_base())
+        if self._excluding:
+            for day, _reason in self.exclusions.days_between(self._local_day(lo), self._local_day(hi)):
+                start = max(lo, self._day_start(day) - _TINY)
+                end = min(hi, self._day_start(day + timedelta(days=1)) - _TINY)
+                total -= timing.count_occurrences(self.schedule, start, end) if end > start else 0
+        return total
 
     def nth_after(self, after: datetime, n: int) -> datetime | None:
         """The ``n``-th occurrence strictly after ``after`` inside the window, or None."""
+        if self._excluding:
+            found: datetime | None = after
+            for _ in range(n):
+                found = self.next_after(found) if found is not None else None
+            return found if n >= 1 else None
         return self._inside(timing.nth_occurrence(self.schedule, self._from(after), n, armed_at=self._grid_base()))
 
     # -- fire instants ------------------------------------------------------------------------
@@ -118,5 +187,5 @@ def plan_of(task: Any) -> Plan:
     return Plan(parse_schedule(json.loads(task.schedule)),
                 armed_at=task.armed_at, starts_at=task.starts_at, ends_at=task.ends_at,
                 jitter_seconds=task.jitter_seconds or 0,
-                task_id=task.id or 0)
+                task_id=task.id or 0, exclusions=excl.of_task(task))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
+from app.schedules import exclusions
 from app.schedules.cron.fields import CronError
 from app.schedules.cron.zone import load_zone
 from app.schedules.plan import Plan
@@ -24,7 +25,8 @@ MAX_PREVIEW = 50
 def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None,
             min_every_seconds: int = 1, runs_left: int | None = None, until: datetime | None = None, *,
             starts_at: datetime | None = None, ends_at: datetime | None = None, jitter_seconds: int = 0,
-            task_id: int = 0, armed_at: datetime | None = None) -> dict[str, Any]:
+            task_id: int = 0, armed_at: datetime | None = None, exclude_dates: Any = None,
+            holidays: Any = None) -> dict[str, Any]:
     """Describe ``schedule`` (an API dict) and list its next ``count`` fires after ``now`` — only
     those that will happen: at most ``runs_left`` (a task's ``max_runs`` minus its runs so far,
     see timing.runs_left; None: no limit), none after ``until``, and only occurrences inside the
@@ -47,16 +49,26 @@ def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str 
     if isinstance(parsed, OnceSchedule) and parsed.at <= now:
         raise ScheduleError("schedule.at", past_message(parsed.at, zone))
     armed = armed_at or (now if isinstance(parsed, IntervalSchedule) else None)
+    excluded = exclusions.check(exclude_dates, holidays, cron=isinstance(parsed, CronSchedule))
     plan = Plan(parsed, armed_at=armed, starts_at=starts_at, ends_at=ends_at, jitter_seconds=jitter_seconds,
-                task_id=task_id)
+                task_id=task_id, exclusions=excluded)
     shown = count if runs_left is None else max(0, min(count, runs_left))
-    nominals = plan.upcoming(now, shown) if shown else []
+    nominals = [n for n in (plan.upcoming(now, shown) if shown else []) if until is None or n <= until]
     return {
         "kind": parsed.kind.value,
         "description": describe_schedule(parsed),
         "timezone": getattr(zone, "key", "UTC"),
-        "fires": [_fire(plan, nominal, zone) for nominal in nominals if until is None or nominal <= until],
+        "fires": [_fire(plan, nominal, zone) for nominal in nominals],
+        "excluded": [{"utc": format_instant(at), "local": at.astimezone(zone).isoformat(), "reason": reason}
+                     for at, reason in _excluded(plan, now, nominals, until)],
     }
+
+
+def _excluded(plan: Plan, now: datetime, nominals: list[datetime],
+              until: datetime | None) -> list[tuple[datetime, str]]:
+    """The excluded occurrences among the ones listed: up to the last fire shown, or for a year."""
+    end = nominals[-1] if nominals else now + timedelta(days=366)
+    return plan.excluded_between(now, min(end, until) if until is not None else end)
 
 
 def _fire(plan: Plan, nominal: datetime, zone: tzinfo) -> dict[str, str]:

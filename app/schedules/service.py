@@ -28,7 +28,7 @@ from app.core.models import Event, EventType, Project
 from app.core.spend import Spend, tasks_spent, tokens_value, usd_value, utc_day
 from app.core.text import clean_name, clean_prompt, storable
 from app.core.wake import NullWaker, Waker
-from app.schedules import fields, fire_rules, timing
+from app.schedules import exclusions, fields, fire_rules, timing
 from app.schedules.fire_ops import FireOps
 from app.schedules.hooks import forget_hooks
 from app.schedules.model import (
@@ -89,6 +89,7 @@ class TaskService(PauseOps, FireOps):
                        "jitter_seconds": partial_of.jitter_seconds,
                        "starts_at": partial_of.starts_at and format_instant(partial_of.starts_at),
                        "ends_at": partial_of.ends_at and format_instant(partial_of.ends_at),
+                       **exclusions.of_task(partial_of).as_json(),
                        "max_tokens_per_fire": partial_of.max_tokens_per_fire,
                        "max_cost_per_fire_usd": partial_of.max_cost_per_fire_usd,
                        **fire_rules.current(partial_of)}

@@ -21,7 +21,7 @@ from app.core.clock import rfc3339
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import Project, User
 from app.core.projects import get_project
-from app.schedules import fire_rules
+from app.schedules import exclusions, fire_rules
 from app.schedules.model import CreatedBy, ScheduledTask, TaskStatus
 from app.schedules.service import EDITABLE, Actor, TaskService
 
@@ -39,7 +39,7 @@ def definition(task: ScheduledTask) -> dict[str, Any]:
         "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds,
         "starts_at": rfc3339(task.starts_at), "ends_at": rfc3339(task.ends_at),
         "max_tokens_per_fire": task.max_tokens_per_fire, "max_cost_per_fire_usd": task.max_cost_per_fire_usd,
-        **fire_rules.current(task),
+        **fire_rules.current(task), **exclusions.of_task(task).as_json(),
     }
 
 

@@ -25,7 +25,8 @@ from tests.integration.test_schedules_api import World, body, build_world, error
 CRON = {"kind": "cron", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"}
 DEFINITIONS = [
     body(name="Standup", prompt="Post the standup summary.", schedule=CRON, overlap="queue_one", max_runs=20,
-         catchup_window_seconds=None, jitter_seconds=120, max_tokens_per_fire=50_000, notify="always"),
+         catchup_window_seconds=None, jitter_seconds=120, max_tokens_per_fire=50_000, notify="always",
+         exclude_dates=["2031-12-24"], holidays={"country": "de", "subdivision": "by"}),
     body(name="Build watch", schedule={"kind": "interval", "every_seconds": 3600}, session="fresh",
          ends_at="2026-03-01T00:00:00Z", max_cost_per_fire_usd=0.5, overlap="queue_all", queue_cap=5,
          notify_on="changes", pace_min_seconds=600, pace_max_seconds=7200),
@@ -119,9 +120,11 @@ def test_schedules_exported_and_imported_into_another_projects_chat_are_the_same
     assert set(doc["schedules"][0]) == {"name", "prompt", "schedule", "overlap", "session", "notify", "max_runs",
                                         "catchup_window_seconds", "jitter_seconds", "starts_at", "ends_at",
                                         "max_tokens_per_fire", "max_cost_per_fire_usd", "notify_on", "queue_cap",
-                                        "pace_min_seconds", "pace_max_seconds"}
+                                        "pace_min_seconds", "pace_max_seconds", "exclude_dates", "holidays"}
     assert {k: doc["schedules"][1][k] for k in ("overlap", "queue_cap", "notify_on", "pace_min_seconds")} == {
         "overlap": "queue_all", "queue_cap": 5, "notify_on": "changes", "pace_min_seconds": 600}
+    assert {k: doc["schedules"][0][k] for k in ("exclude_dates", "holidays")} == {
+        "exclude_dates": ["2031-12-24"], "holidays": {"country": "DE", "subdivision": "BY"}}
     bob_project = w.client.get("/api/projects", headers=w.h("bob")).json()["projects"][0]["id"]
     assert w.client.post(f"/api/projects/{bob_project}/schedules/import", json={**doc, "chat_id": w.bob_chat},
                          headers=w.h()).status_code == 404  # alice cannot see bob's project

@@ -88,8 +88,8 @@ def is_dom_item(item: str) -> bool:
 
 
 def is_dow_item(item: str) -> bool:
-    """Whether a day-of-week item is a calendar item: ``#`` anywhere or a final ``L`` (no weekday name ends in L)."""
-    return "#" in item or item[-1:] in ("l", "L")
+    """Whether a day-of-week item is a calendar item: ``#`` or ``L`` anywhere (no weekday name holds an L)."""
+    return "#" in item or "l" in item.lower()
 
 
 def looks_like_calendar_item(item: str) -> bool:
