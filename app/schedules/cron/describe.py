@@ -115,6 +115,8 @@ def _dom_text(dom: Field) -> str:
     calendar = [_calendar_day(term) for term in dom.calendar]
     if not dom.terms:
         return _join(calendar)
+    if calendar and all(term.is_single for term in dom.terms):  # "days 1, 15 and the last day"
+        return ("days " if len(dom.values) > 1 else "day ") + _join([*map(str, dom.values), *calendar])
     if len(dom.values) == 1:
         classic = f"day {dom.values[0]}"
     elif len(dom.terms) == 1 and dom.terms[0].star and len(dom.values) > _MAX_LISTED_VALUES:
