@@ -29,6 +29,9 @@ from app.schedules.cron.fields import CronError
 from app.schedules.timing import min_gap_seconds
 
 COMMON = ["*/5 * * * *", "0 9 * * 1-5", "30 2 * * *", "0 0 1 * *", "@hourly"]
+# SPEC §20 calendar items, and how croniter spells each (its last Friday is ``L5``; None: it has no spelling)
+CALENDAR = {"0 9 L * *": "0 9 L * *", "0 17 LW * *": None, "0 9 15W * *": "0 9 15W * *",
+            "0 18 * * 5L": "0 18 * * L5", "0 9 * * 1#1": "0 9 * * 1#1"}
 ZONE = "America/New_York"
 TARGET_PER_S = 20_000
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -70,6 +73,38 @@ def _croniter_fresh(expr: str) -> Callable[[int], None]:
             after = croniter(expr, after).get_next(datetime)
 
     return run
+
+
+def _plan_with_holidays(expr: str) -> Callable[[int], None]:
+    """``Plan.next_after`` of a cron task excluding US public holidays and a date a month (SPEC §20)."""
+    from app.schedules import exclusions
+    from app.schedules.plan import Plan
+    from app.schedules.spec import parse_schedule
+
+    dates = [f"{year}-{month:02d}-15" for year in range(2025, 2045) for month in range(1, 13)][:366]
+    plan = Plan(parse_schedule({"kind": "cron", "cron": expr, "timezone": ZONE}),
+                exclusions=exclusions.check(dates, {"country": "US"}))
+
+    def run(n: int) -> None:
+        after = START
+        for _ in range(n):
+            found = plan.next_after(after)
+            assert found is not None
+            after = found
+
+    return run
+
+
+def _calendar(calls: int, repeats: int) -> None:
+    for expr, theirs in CALENDAR.items():
+        print(_line(f"cron.next_per_s.ours[{expr}]", _rate(_ours(expr), calls, repeats), "next/s", TARGET_PER_S),
+              flush=True)
+        if theirs is not None:
+            print(_line(f"cron.next_per_s.croniter_fresh[{theirs}]", _rate(_croniter_fresh(theirs), calls, repeats),
+                        "next/s", None), flush=True)
+    for expr in ("0 9 * * 1-5", "*/5 * * * *"):
+        print(_line(f"plan.next_per_s.us_holidays_and_dates[{expr}]",
+                    _rate(_plan_with_holidays(expr), calls, repeats), "next/s", None), flush=True)
 
 
 def _latency_ms(action: Callable[[], object], repeats: int) -> float:
@@ -116,6 +151,7 @@ def main() -> None:
             flush=True,
         )
     print(_line("cron.next_per_s.ours.min_over_common", min(ours_rates), "next/s", TARGET_PER_S))
+    _calendar(calls, repeats)
     never = _latency_ms(lambda: next_fire_times("0 0 31 2 *", ZONE, START), repeats)
     print(_line("cron.reject_never_firing_ms[0 0 31 2 *]", never, "ms", 50, higher_is_better=False))
     rare = _latency_ms(lambda: next_fire_times("0 0 */31 2 mon", ZONE, datetime(2027, 2, 2, tzinfo=UTC)), repeats)
