@@ -220,8 +220,7 @@ def _parse_field(bounds: _Bounds, text: str) -> Field:
             terms.append(_parse_term(bounds, item))
         except CronError:
             if day_terms.looks_like_calendar_item(item):
-                why = "L, W and # are only for day-of-month and day-of-week"
-                raise CronError(bounds.name, f"{item!r}: {why}") from None
+                raise CronError(bounds.name, f"{item!r}: {_misplaced(bounds.name)}") from None
             raise
     values = set()
     for term in terms:
@@ -230,6 +229,14 @@ def _parse_field(bounds: _Bounds, text: str) -> Field:
         values.discard(7)
         values.add(0)
     return Field(bounds.name, text, tuple(terms), tuple(sorted(values)), tuple(dict.fromkeys(calendar)))
+
+
+def _misplaced(name: FieldName) -> str:
+    if name is FieldName.DAY_OF_MONTH:
+        return "# is only for day-of-week (d#n: the n-th d of the month)"
+    if name is FieldName.DAY_OF_WEEK:
+        return "W is only for day-of-month (nW, LW)"
+    return "L, W and # are only for day-of-month and day-of-week"
 
 
 def _calendar_item(bounds: _Bounds, item: str) -> DayTerm | None:
