@@ -12,11 +12,12 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.api.deps import Id, bearer, core_of
-from app.api.schedules import PauseIn, TaskIn, TasksDep, _sent, shown, shown_all
+from app.api.schedules import ParseIn, PauseIn, TaskIn, TasksDep, _sent, shown, shown_all
 from app.core.clock import rfc3339
 from app.core.errors import Forbidden
 from app.core.grants import GrantView, Scope, resolve_grant
 from app.schedules.model import TASK_DEFAULTS
+from app.schedules.phrases_reply import read_back
 from app.schedules.service import Actor
 
 router = APIRouter(prefix="/agent-api")
@@ -120,6 +121,13 @@ def create_schedule(body: TaskIn, response: Response, actor: ManagerDep, tasks: 
     if not created:
         response.status_code = 200
     return shown(tasks, task)
+
+
+@router.post("/schedules/parse")
+def parse_phrase(body: ParseIn, actor: ManagerDep, tasks: TasksDep) -> dict[str, Any]:
+    """A schedule phrase read back, as the user API's (SPEC §20; ``remote-schedule create --when``); nothing
+    is stored."""
+    return read_back(body.text, body.timezone, tasks.clock.now())
 
 
 @router.get("/schedules/{tid}")

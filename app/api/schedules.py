@@ -16,6 +16,7 @@ from app.core.wake import DatabaseWaker
 from app.schedules import exclusions, hooks, spec
 from app.schedules import preview as previews
 from app.schedules.model import TASK_DEFAULTS
+from app.schedules.phrases_reply import read_back
 from app.schedules.service import Actor, TaskService
 from app.schedules.spec import ScheduleError
 
@@ -162,6 +163,11 @@ class PreviewIn(Strict):
     holidays: Any = None
 
 
+class ParseIn(Strict):
+    text: Any = None  # a schedule phrase (SPEC §20), read in ``timezone``
+    timezone: Any = None
+
+
 def _sent(body: BaseModel) -> dict[str, Any]:
     return body.model_dump(exclude_unset=True)
 
@@ -175,6 +181,12 @@ def preview(body: PreviewIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
                                 holidays=body.holidays)
     except ScheduleError as exc:
         raise InvalidInput(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+
+
+@router.post("/schedules/parse")
+def parse_phrase(body: ParseIn, tasks: TasksDep, user: UserDep) -> dict[str, Any]:
+    """A schedule phrase read back: schedule, exclusions, canonical form, English, next fires; nothing is stored."""
+    return read_back(body.text, body.timezone, tasks.clock.now())
 
 
 @router.get("/chats/{cid}/schedules")

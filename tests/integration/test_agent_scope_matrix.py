@@ -79,6 +79,7 @@ ENDPOINTS = [
     Endpoint("complete", "POST", "/agent-api/schedules/current/complete", {"reason": "the goal is reached"}),
     Endpoint("report", "POST", "/agent-api/schedules/current/report", {"outcome": "no_change", "summary": "same"}),
     Endpoint("next", "POST", "/agent-api/schedules/current/next", {"in_seconds": 7200}),
+    Endpoint("parse", "POST", "/agent-api/schedules/parse", {"text": "every weekday at 9", "timezone": "UTC"}),
 ]
 
 # Callers, as the columns of docs/SECURITY.md name them.
@@ -96,20 +97,20 @@ CALLER_LABELS = {
     "no-token": "no token",
 }
 
-#                 whoami list create get patch   patch   delete pause run-  skip- arm  resume complete report next
+#                 whoami list create get patch   patch   delete pause run-  skip- arm  resume complete report next parse
 #                                        name    prompt               now   next
 EXPECTED: dict[str, tuple[int, ...]] = {
-    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 200, 403, 403, 403, 403, 403),
-    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200, 200, 200),
-    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409, 409, 409),
-    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
-    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
-    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
-    "expired":       (401,) * 15,
-    "revoked":       (401,) * 15,
-    "forged":        (401,) * 15,
-    "user-token":    (401,) * 15,
-    "no-token":      (401,) * 15,
+    "manage":        (200, 200, 201, 200, 200, 403, 204, 200, 202, 200, 403, 403, 403, 403, 403, 200),
+    "complete-self": (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200, 200, 200, 403),
+    "stale-fire":    (200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 409, 409, 409, 403),
+    "other-chat":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403, 200),
+    "other-project": (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403, 200),
+    "other-user":    (200, 200, 201, 404, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403, 200),
+    "expired":       (401,) * 16,
+    "revoked":       (401,) * 16,
+    "forged":        (401,) * 16,
+    "user-token":    (401,) * 16,
+    "no-token":      (401,) * 16,
 }  # fmt: skip
 
 ERROR_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}
@@ -386,6 +387,12 @@ def _reported(w: World, t: Target, caller: str, place: Place, response: Any, bef
     assert response.json()["run_id"] == t.claim
 
 
+def _parsed(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
+    """A phrase read back (SPEC §20) stores nothing."""
+    assert Snapshot.take(w.core).tables == before.tables, "parsing a phrase changed the database"
+    assert response.json()["schedule"] == {"kind": "cron", "cron": "0 9 * * 1-5", "timezone": "UTC"}
+
+
 def _paced(w: World, t: Target, caller: str, place: Place, response: Any, before: Snapshot) -> None:
     target = w.clock.now() + dt.timedelta(seconds=7200)
     _changed(next_run_at=target, next_occurrence_at=None, paced_at=target)(w, t, caller, place, response, before)
@@ -396,7 +403,7 @@ EFFECTS: dict[str, Callable[..., None]] = {
     "whoami": _reads, "list": _reads, "get": _reads, "create": _created, "delete": _deleted,
     "patch-name": _changed(name="Renamed by the agent"), "pause": _changed(status="paused", paused_by="agent"),
     "run-now": _run_now, "skip-next": _skipped,
-    "complete": _completed, "report": _reported, "next": _paced,
+    "complete": _completed, "report": _reported, "next": _paced, "parse": _parsed,
 }
 
 

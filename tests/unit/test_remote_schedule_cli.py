@@ -921,7 +921,7 @@ USAGE_ERRORS = [
     (["create", "--prompt", "p", "--every", "60"], "--name"),
     ([*CREATE, "--every", "60"], "one of the arguments --prompt --prompt-file is required"),
     ([*CREATE, "--prompt", "p", "--prompt-file", "f", "--every", "60"], "not allowed with argument"),
-    ([*CREATE, "--prompt", "p"], "one of the arguments --cron --at --every is required"),
+    ([*CREATE, "--prompt", "p"], "one of the arguments --when --cron --at --every is required"),
     ([*CREATE, "--prompt", "p", "--cron", "0 9 * * *"], "--cron needs --tz"),
     ([*CREATE, "--prompt", "p", "--every", "60", "--tz", "UTC"], "--tz only applies to --cron"),
     ([*CREATE, "--prompt", "p", "--every", "60", "--cron", "* * * * *", "--tz", "UTC"], "not allowed with argument"),
@@ -1079,4 +1079,156 @@ def test_create_help_explains_the_new_overlaps_and_notify_on() -> None:
     text = " ".join(run("create", "--help", url=None, token=None).stdout.split())
     for needle in ["queue_one|skip|replace|queue_all", "--queue-cap N", "queue full", "--notify-on",
                    "always|changes|failures", "tells nobody", '"nothing new" card']:
+        assert needle in text, needle
+
+
+# -- create --when: a schedule in words, read by the API (SPEC §20) ----------------------------
+
+PARSE = "/agent-api/schedules/parse"
+READING: dict[str, Any] = {
+    "schedule": {"kind": "cron", "cron": "0 9 * * 1#1", "timezone": "Europe/Berlin"},
+    "exclude_dates": ["2026-12-07"], "holidays": {"country": "US", "subdivision": None},
+    "canonical": "0 9 * * 1#1", "description": "At 09:00, on the first Monday of the month (Europe/Berlin time)",
+    "next": ["2027-01-04T08:00:00Z", "2027-02-01T08:00:00Z", "2027-03-01T08:00:00Z", "2027-04-05T07:00:00Z",
+             "2027-05-03T07:00:00Z"],
+    "fires": [{"utc": "2027-01-04T08:00:00Z", "local": "2027-01-04T09:00:00+01:00"},
+              {"utc": "2027-02-01T08:00:00Z", "local": "2027-02-01T09:00:00+01:00"},
+              {"utc": "2027-03-01T08:00:00Z", "local": "2027-03-01T09:00:00+01:00"},
+              {"utc": "2027-04-05T07:00:00Z", "local": "2027-04-05T09:00:00+02:00"},
+              {"utc": "2027-05-03T07:00:00Z", "local": "2027-05-03T09:00:00+02:00"}],
+    "excluded": [{"utc": "2026-12-07T08:00:00Z", "local": "2026-12-07T09:00:00+01:00", "reason": "excluded date"}],
+}
+WHEN = "first Monday of every month at 9am excluding 2026-12-07 and US holidays"
+
+
+def reading(**changes: Any) -> dict[str, Any]:
+    return {**READING, **changes}
+
+
+def test_create_when_reads_the_phrase_then_creates_what_it_read(stub: Stub) -> None:
+    stub.answer("POST", PARSE, 200, reading())
+    stub.answer("POST", "/agent-api/schedules", 201, task(schedule=READING["schedule"]))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", WHEN, "--tz", "Europe/Berlin")
+    assert result.returncode == 0, result.stderr
+    parse, create = stub.requests
+    assert (parse.method, parse.path, parse.json) == ("POST", PARSE, {"text": WHEN, "timezone": "Europe/Berlin"})
+    assert parse.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert (create.method, create.path) == ("POST", "/agent-api/schedules")
+    assert create.json == {"name": "n", "prompt": "p", "schedule": READING["schedule"],
+                           "exclude_dates": ["2026-12-07"], "holidays": {"country": "US", "subdivision": None}}
+
+
+def test_create_when_prints_the_read_back_in_the_zone(stub: Stub) -> None:
+    stub.answer("POST", PARSE, 200, reading())
+    stub.answer("POST", "/agent-api/schedules", 201, task(schedule=READING["schedule"]))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", WHEN, "--tz", "Europe/Berlin")
+    lines = result.stdout.splitlines()
+    assert lines[0] == 'created schedule 12 "daily news" (draft — a user must arm it in the Schedules drawer)'
+    assert lines[2:] == [
+        "  read back:  0 9 * * 1#1",
+        "  in English: At 09:00, on the first Monday of the month (Europe/Berlin time)",
+        "  excluding:  2026-12-07, US public holidays",
+        "  next 5 fires in Europe/Berlin:",
+        "    Mon 2027-01-04 09:00 (+01:00)",
+        "    Mon 2027-02-01 09:00 (+01:00)",
+        "    Mon 2027-03-01 09:00 (+01:00)",
+        "    Mon 2027-04-05 09:00 (+02:00)",
+        "    Mon 2027-05-03 09:00 (+02:00)",
+        "    (Mon 2026-12-07 09:00 (+01:00) is excluded: excluded date)",
+    ]
+    assert result.stderr == ""
+
+
+def test_create_when_takes_timezone_for_tz_and_sends_no_empty_exclusions(stub: Stub) -> None:
+    interval = reading(schedule={"kind": "interval", "every_seconds": 5400}, exclude_dates=[], holidays=None,
+                       canonical="every 5400 s", description="Every 1 hour 30 minutes", excluded=[],
+                       fires=READING["fires"][:2])
+    stub.answer("POST", PARSE, 200, interval)
+    stub.answer("POST", "/agent-api/schedules", 201, task(schedule=interval["schedule"]))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", "every 90 minutes", "--timezone", "America/New_York")
+    assert result.returncode == 0, result.stderr
+    parse, create = stub.requests
+    assert parse.json == {"text": "every 90 minutes", "timezone": "America/New_York"}
+    assert create.json == {"name": "n", "prompt": "p", "schedule": {"kind": "interval", "every_seconds": 5400}}
+    assert "  read back:  every 5400 s" in result.stdout and "excluding" not in result.stdout
+    assert "next 2 fires in America/New_York (counted from now; the first comes one interval after a user arms " \
+           "it):" in result.stdout
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    ('text: "fortnightly" is not understood; expected a schedule such as "every day at 9"',
+     '--when: "fortnightly" is not understood; expected a schedule such as "every day at 9"; nothing was created'),
+    ('text: "the sixth Monday": a month has at most five Mondays',
+     '--when: "the sixth Monday": a month has at most five Mondays; nothing was created'),
+    ("timezone: 'Mars/Base' is not a known IANA time zone (e.g. Europe/Paris)",
+     "--tz: 'Mars/Base' is not a known IANA time zone (e.g. Europe/Paris); nothing was created"),
+], ids=["not-understood", "sixth-monday", "bad-zone"])
+def test_create_when_with_a_phrase_the_api_refuses_exits_2_with_its_message(stub: Stub, message: str,
+                                                                           shown: str) -> None:
+    stub.answer("POST", PARSE, 400, error("invalid", message))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", "fortnightly", "--tz", "Europe/Berlin")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.strip() == f"remote-schedule: {shown}"
+    assert only_request(stub).path == PARSE  # nothing was created
+    assert result.stdout == ""
+
+
+def test_create_when_refused_with_json_prints_the_apis_error_body(stub: Stub) -> None:
+    body = error("invalid", 'text: "fortnightly" is not understood')
+    stub.answer("POST", PARSE, 400, body)
+    result = cli(stub, "--json", *CREATE, "--prompt", "p", "--when", "fortnightly", "--tz", "UTC")
+    assert result.returncode == 2 and json.loads(result.stdout) == body
+
+
+@pytest.mark.parametrize(("status", "code"), [(401, 3), (403, 1), (500, 1)])
+def test_create_when_other_refusals_of_the_reading_keep_their_exit_codes(stub: Stub, status: int, code: int) -> None:
+    stub.answer("POST", PARSE, status, error("x", "no"))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", "every day", "--tz", "UTC")
+    assert result.returncode == code
+    assert only_request(stub).path == PARSE
+
+
+def test_create_when_json_prints_the_created_task(stub: Stub) -> None:
+    created = task(schedule=READING["schedule"])
+    stub.answer("POST", PARSE, 200, reading())
+    stub.answer("POST", "/agent-api/schedules", 201, created)
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", WHEN, "--tz", "Europe/Berlin", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout) == created
+
+
+def test_create_when_repeated_with_the_same_key_prints_no_read_back(stub: Stub) -> None:
+    stub.answer("POST", PARSE, 200, reading())
+    stub.answer("POST", "/agent-api/schedules", 200, task(idempotency_key="k-1"))
+    result = cli(stub, *CREATE, "--prompt", "p", "--when", WHEN, "--tz", "UTC", "--idempotency-key", "k-1")
+    assert result.returncode == 0
+    assert "already exists" in result.stdout and "read back" not in result.stdout
+
+
+WHEN_USAGE_ERRORS = [
+    ([*CREATE, "--prompt", "p", "--when", "every day", "--cron", "0 9 * * *", "--tz", "UTC"],
+     "argument --cron: not allowed with argument --when"),
+    ([*CREATE, "--prompt", "p", "--every", "1h", "--when", "every day", "--tz", "UTC"],
+     "argument --when: not allowed with argument --every"),
+    ([*CREATE, "--prompt", "p", "--when", "every day", "--at", "+1h"],
+     "argument --at: not allowed with argument --when"),
+    ([*CREATE, "--prompt", "p", "--when", "every day"], "--when needs --tz ZONE"),
+    ([*CREATE, "--prompt", "p", "--when", "  ", "--tz", "UTC"], "--when is empty"),
+    ([*CREATE, "--prompt", "p", "--when"], "argument --when: expected one argument"),
+    ([*CREATE, "--prompt", "p", "--every", "60", "--timezone", "UTC"], "--tz only applies to --cron and --when"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), WHEN_USAGE_ERRORS,
+                         ids=[" ".join(a[4:])[:60] for a, _ in WHEN_USAGE_ERRORS])
+def test_when_usage_errors_exit_2_with_a_sentence_and_send_nothing(stub: Stub, argv: list[str], message: str) -> None:
+    result = cli(stub, *argv)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr and "usage:" in result.stderr
+    assert stub.requests == []
+
+
+def test_create_help_explains_when() -> None:
+    text = " ".join(run("create", "--help", url=None, token=None).stdout.split())
+    for needle in ["--when PHRASE --tz ZONE", "--timezone", '"first Monday of every month at 9am"', "09:00",
+                   '"excluding US holidays"', "read-back", "exits 2 naming the part; nothing is created"]:
         assert needle in text, needle
