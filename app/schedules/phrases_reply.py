@@ -39,11 +39,20 @@ def read_back(text: Any, timezone: Any, now: datetime) -> dict[str, Any]:
         "exclude_dates": phrase.exclude_dates,
         "holidays": phrase.holidays,
         "canonical": canonical(phrase.schedule, timezone.strip()),
-        "description": shown["description"],
+        "description": _description(phrase.schedule, shown["description"], timezone.strip()),
         "next": [fire["utc"] for fire in shown["fires"]],
         "fires": shown["fires"],
         "excluded": shown.get("excluded", []),
     }
+
+
+def _description(schedule: dict[str, Any], english: str, timezone: str) -> str:
+    """The English; a once schedule's instant in the phrase's zone, as it was said ("Once, at
+    2027-01-04 10:00 (Europe/Berlin time)"), not in UTC."""
+    if schedule["kind"] != "once":
+        return english
+    at = parse_instant(schedule["at"], "schedule.at").astimezone(load_zone(timezone).zone)
+    return f"Once, at {at:%Y-%m-%d %H:%M} ({timezone} time)"
 
 
 def _told(field: str, message: str) -> InvalidInput:
