@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from app.core.errors import InvalidInput
@@ -19,8 +20,8 @@ from app.schedules import fields as task_fields
 from app.schedules import preview as previews
 from app.schedules.model import ScheduledTask
 from app.schedules.service import TaskService
-from app.schedules.spec import ScheduleError, parse_instant, parse_schedule
-from app.ui import schedule_form, schedule_notes, schedule_views
+from app.schedules.spec import ScheduleError, format_instant, parse_instant, parse_schedule
+from app.ui import calendar_form, calendar_views, schedule_form, schedule_notes, schedule_views
 from app.ui.schedule_form import FormFields
 from app.ui.tasks import task_service
 
@@ -112,7 +113,9 @@ def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, f
                                  min_every_seconds=service.settings.min_interval_seconds,
                                  runs_left=_runs_left(fields, original), starts_at=starts_at, ends_at=ends_at,
                                  jitter_seconds=window["jitter_seconds"], task_id=(original or {}).get("id") or 0,
-                                 armed_at=_armed_at(fields, original, now))
+                                 armed_at=_armed_at(fields, original, now),
+                                 **calendar_form.readable(fields.kind, fields.exclude_dates, fields.holidays_country,
+                                                          fields.holidays_subdivision))
     except ScheduleError as exc:
         raise InvalidInput(exc.field, exc.message) from None
     tz = schedule_views.zone_of(shown["timezone"])
@@ -123,7 +126,8 @@ def _preview(check: FormCheck, schedule: dict[str, Any], service: TaskService, f
         at = parse_instant(fire["utc"], "utc")
         nominal = parse_instant(fire.get("nominal", fire["utc"]), "nominal")
         check.fires.append({"local": fire_text(fire, tz), "relative": schedule_views.relative(at, now),
-                            "utc": fire["utc"], "note": _clock_note(schedule, fields, nominal)})
+                            "utc": fire["utc"], "note": _clock_note(schedule, fields, nominal), "excluded": ""})
+    check.fires = with_excluded(check.fires, shown.get("excluded", []), tz, now)
 
 
 def fire_text(fire: dict[str, str], zone: dt.tzinfo) -> str:
@@ -188,8 +192,52 @@ def _as_task(original: dict[str, Any]) -> ScheduledTask:
                          max_cost_per_fire_usd=original.get("max_cost_per_fire_usd"),
                          notify_on=original.get("notify_on") or "always", queue_cap=original.get("queue_cap") or 3,
                          pace_min_seconds=original.get("pace_min_seconds"),
-                         pace_max_seconds=original.get("pace_max_seconds"))
+                         pace_max_seconds=original.get("pace_max_seconds"),
+                         **calendar_form.stored_columns(original))
 
 
 def _instant(value: str | None, field: str) -> dt.datetime | None:
     return parse_instant(value, field) if value else None
+
+
+def with_excluded(fires: list[dict[str, str]], excluded: Iterable[dict[str, str]], zone: dt.tzinfo,
+                  now: dt.datetime) -> list[dict[str, str]]:
+    """The preview's rows: its fires (``"excluded": ""``) and the occurrences the exclusions skip
+    (``"excluded": "excluded · New Year's Day"``), in time order. Skipped occurrences of one day with
+    no fire between them are one row from ``GROUPED`` on (a frequent schedule skips many a day)."""
+    skipped: list[list[dt.datetime]] = []
+    reasons: list[str] = []
+    fired = sorted(parse_instant(fire["utc"], "utc") for fire in fires)
+    for item in excluded:
+        at = parse_instant(item["utc"], "utc")
+        if skipped and reasons[-1] == item["reason"] and _same_day(skipped[-1][-1], at, zone) and \
+                not any(skipped[-1][-1] < fire < at for fire in fired):
+            skipped[-1].append(at)
+        else:
+            skipped.append([at])
+            reasons.append(item["reason"])
+    rows = list(fires)
+    for group, reason in zip(skipped, reasons, strict=True):
+        rows += _skipped_rows(group, reason, zone, now)
+    return sorted(rows, key=lambda row: parse_instant(row["utc"], "utc"))
+
+
+GROUPED = 3
+
+
+def _same_day(a: dt.datetime, b: dt.datetime, zone: dt.tzinfo) -> bool:
+    return a.astimezone(zone).date() == b.astimezone(zone).date()
+
+
+def _skipped_rows(group: list[dt.datetime], reason: str, zone: dt.tzinfo, now: dt.datetime) -> list[dict[str, str]]:
+    def row(at: dt.datetime, local: str, label: str) -> dict[str, str]:
+        return {"local": local, "relative": schedule_views.relative(at, now), "utc": format_instant(at), "note": "",
+                "excluded": label}
+
+    label = calendar_views.excluded_label(reason)
+    if len(group) < GROUPED:
+        return [row(at, f"{schedule_views.short_time(at, zone)} {at.astimezone(zone).tzname()}", label)
+                for at in group]
+    first, last = group[0], group[-1].astimezone(zone)
+    return [row(first, f"{schedule_views.short_time(first, zone)} – {last:%H:%M} {last.tzname()}",
+                f"{label} · {len(group)} times")]

@@ -13,10 +13,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.core.attention_tables import Notify
 from app.core.errors import InvalidInput
+from app.schedules import exclusions
 from app.schedules.fields import MAX_CATCHUP_SECONDS, MAX_JITTER_SECONDS
 from app.schedules.model import Overlap, ScheduledTask, SessionMode
 from app.schedules.spec import format_instant, parse_instant
-from app.ui import budget_views, checks, fire_rules_form
+from app.ui import budget_views, calendar_form, checks, fire_rules_form
 
 KINDS = ("once", "cron", "interval")
 LABELS = {
@@ -26,7 +27,7 @@ LABELS = {
     "notify": "Notify", "catchup_window_seconds": "Catch-up window", "jitter_seconds": "Jitter",
     "starts_at": "Starts at", "ends_at": "Ends at",
     "max_tokens_per_fire": "Max tokens per fire", "max_cost_per_fire_usd": "Max cost per fire",
-    **fire_rules_form.LABELS,
+    **fire_rules_form.LABELS, **calendar_form.LABELS,
 }
 # The interval's unit selector: the stored value stays seconds (SPEC §2), the form multiplies.
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
@@ -34,7 +35,8 @@ UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
 INPUTS = {"schedule.cron": "cron", "schedule.timezone": "timezone", "schedule.at": "at",
           "schedule.every_seconds": "every", "max_runs": "max_runs", "name": "name", "prompt": "prompt",
           "catchup_window_seconds": "catchup", "jitter_seconds": "jitter", "starts_at": "starts", "ends_at": "ends",
-          "max_tokens_per_fire": "cap_tokens", "max_cost_per_fire_usd": "cap_cost", **fire_rules_form.INPUTS}
+          "max_tokens_per_fire": "cap_tokens", "max_cost_per_fire_usd": "cap_cost", **fire_rules_form.INPUTS,
+          **calendar_form.INPUTS}
 # The "Advanced options" disclosure: SPEC §14's timing, §15's spending caps per fire, §19's pacing.
 ADVANCED = frozenset({"catchup", "catchup_unit", "catchup_mode", "jitter", "starts", "ends", "cap_tokens", "cap_cost",
                       "pace_min", "pace_max"})
@@ -70,6 +72,9 @@ class FormFields:
     queue_cap: str = "3"  # how many fires may wait (overlap queue_all only)
     pace_min: str = ""  # the soonest the agent may move the next fire to ("30m"); "" with pace_max: may not
     pace_max: str = ""
+    exclude_dates: str = ""  # SPEC §20, cron only: "2026-12-24, 2026-12-31" (local dates)
+    holidays_country: str = ""  # "US": skip that country's public holidays ("" for none)
+    holidays_subdivision: str = ""  # "CA": and that region's
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(FormFields))
@@ -80,7 +85,7 @@ CHOICES = {"kind": KINDS, "every_unit": tuple(UNITS),
 # The most a field may hold while it is typed (the rules of a task are stricter: its errors show inline).
 LIMITS = {"name": 200, "cron": 256, "timezone": 64, "at": 64, "every": 32, "max_runs": 32, "catchup": 32,
           "jitter": 32, "starts": 64, "ends": 64, "cap_tokens": 32, "cap_cost": 32, "queue_cap": 32, "pace_min": 32,
-          "pace_max": 32}
+          "pace_max": 32, **calendar_form.LIMITS}
 
 
 def typed(field: object, value: object, prompt_chars: int) -> tuple[str, str]:
@@ -207,6 +212,8 @@ def body_of(fields: FormFields) -> dict[str, Any]:
     return {"name": fields.name, "prompt": fields.prompt, "schedule": schedule_of(fields),
             "overlap": fields.overlap, "session": fields.session, "max_runs": max_runs, "notify": fields.notify,
             **timing_of(fields), **budget_views.caps_body(fields.cap_tokens, fields.cap_cost),
+            **calendar_form.body(fields.kind, fields.exclude_dates, fields.holidays_country,
+                                 fields.holidays_subdivision),
             **fire_rules_form.rules_body(fields.notify_on, fields.overlap, fields.queue_cap,
                                          *(("", "") if fields.kind == "once" else (fields.pace_min, fields.pace_max)))}
 
@@ -238,7 +245,7 @@ def original_of(task: ScheduledTask) -> dict[str, Any]:
             "catchup_window_seconds": task.catchup_window_seconds, "jitter_seconds": task.jitter_seconds or 0,
             "starts_at": _stored(task.starts_at), "ends_at": _stored(task.ends_at),
             "max_tokens_per_fire": task.max_tokens_per_fire, "max_cost_per_fire_usd": task.max_cost_per_fire_usd,
-            **fire_rules_form.rules_of(task),
+            **fire_rules_form.rules_of(task), **exclusions.of_task(task).as_json(),
             "run_count": task.run_count, "armed_at": task.armed_at, "id": task.id or 0}
 
 
@@ -255,7 +262,7 @@ def fields_of(task: ScheduledTask, viewer_zone: str) -> FormFields:
                       jitter=str(task.jitter_seconds or 0),
                       cap_tokens=budget_views.tokens_input(task.max_tokens_per_fire),
                       cap_cost=budget_views.cost_input(task.max_cost_per_fire_usd),
-                      **fire_rules_form.rules_fields(task))
+                      **fire_rules_form.rules_fields(task), **calendar_form.stored_inputs(task))
     if kind == "cron":
         base = dataclasses.replace(base, cron=schedule["cron"], timezone=schedule["timezone"])
     zone = _zone(base.timezone)

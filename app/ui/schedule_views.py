@@ -18,7 +18,7 @@ from app.core.spend import Spend
 from app.schedules import timing
 from app.schedules.model import RunOutcome, ScheduledTask, TaskRun, TaskStatus, Trigger
 from app.schedules.spec import ScheduleError, describe_schedule, parse_instant
-from app.ui import budget_views, outcomes, schedule_notes
+from app.ui import budget_views, calendar_views, outcomes, schedule_notes
 
 STATUS_COLORS = {
     TaskStatus.DRAFT: "gray", TaskStatus.ACTIVE: "grass", TaskStatus.PAUSED: "amber",
@@ -102,6 +102,8 @@ class TaskRow:
     trigger_curl: str = ""  # a curl call of it
     trigger_since: str = ""  # "made 5 min ago by ann@example.com"
     trigger_made: str = ""  # when its secret was made (RFC 3339): a secret on show belongs to this one only
+    exclusions: str = ""  # "Skips US public holidays and 2 dates" (SPEC §20), "" when it skips nothing
+    excluded_dates: str = ""  # those dates by name, for the tooltip
 
 
 def zone_of(name: str | None) -> dt.tzinfo:
@@ -224,6 +226,7 @@ def task_row(task: ScheduledTask, now: dt.datetime, viewer_zone: str,
         caps=budget_views.caps_line(task.max_tokens_per_fire, task.max_cost_per_fire_usd), budget_wait=wait,
         paced=next_at is not None and task.next_paced and next_at == task.next_run_at,
         rules=schedule_notes.rules(task),
+        exclusions=calendar_views.exclusion_words(task), excluded_dates=calendar_views.exclusion_dates(task),
     )
 
 

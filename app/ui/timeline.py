@@ -5,6 +5,10 @@ One lane per active task with fires. A sparse task shows a dot per fire; a dense
 per local day with the day's count, and a line under the lanes says its cadence
 ("standup: every 10 min · 144/day").
 
+An occurrence a cron task's exclusions skip (SPEC §20) is no fire: it is drawn hollow and struck
+through in the task's lane, labelled "standup · Thu 24 Dec, 09:00 CET · excluded (Christmas Eve)"
+(a dense task: one hollow band per skipped day), and counted nowhere.
+
 Every count is the fires that will happen: no more than the task's runs left (``max_runs`` minus
 the runs so far), none after its end, and a dense task's days are counted, not listed, so an
 every-minute task reads 1440 a day on each of the seven days.
@@ -17,10 +21,12 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
+from app.schedules import exclusions as excl
 from app.schedules import timing
 from app.schedules.model import ScheduledTask, TaskStatus
 from app.schedules.plan import Plan, plan_of
 from app.schedules.spec import ScheduleError
+from app.ui.calendar_views import reason_words
 from app.ui.schedule_views import MARKER_COLORS, short_time, task_zone, zone_of
 
 LANE_PX = 12  # one lane per task with fires, so a busy task does not hide a quiet one
@@ -42,6 +48,7 @@ class Marker:
     color: str
     width: str = ""  # "" for a dot
     count: str = ""  # a band's number of fires
+    excluded: bool = False  # an occurrence the task's exclusions skip (SPEC §20): drawn hollow, struck through
 
 
 @dataclasses.dataclass
@@ -50,6 +57,16 @@ class Tick:
 
     left: str
     label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """A local day (the task's zone) whose occurrences the task's exclusions skip (SPEC §20)."""
+
+    day: dt.date
+    occurrences: list[dt.datetime]  # nominal instants, ascending
+    reason: str  # "Christmas Day", or exclusions.EXCLUDED_DATE
+    day_end: dt.datetime  # the day's last instant inside the view
 
 
 @dataclasses.dataclass
@@ -174,8 +191,9 @@ def coming(task: ScheduledTask, now: dt.datetime, days: int = TIMELINE_DAYS) -> 
 
 def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
              days: int = TIMELINE_DAYS) -> Timeline:
-    """Every active task's fires over the next ``days`` days (one lane per task), midnight ticks
-    in the viewer's zone, a label counting the fires and the cadence of each dense task."""
+    """Every active task's fires over the next ``days`` days (one lane per task, its skipped
+    occurrences hollow in it), midnight ticks in the viewer's zone, a label counting the fires and
+    the cadence of each dense task."""
     span = dt.timedelta(days=days)
     viewer = zone_of(viewer_zone)
     markers: list[Marker] = []
@@ -184,21 +202,65 @@ def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
     for index, task in enumerate(tasks):
         fires = fires_of(task, now, now + span)
         count = fires.bounded(fires.count(now - TICK, fires.end)) if fires else 0
-        if not fires or not count:
+        skips = skipped(task, now, now + span)
+        if not (fires and count) and not skips:
             continue
         color, top = MARKER_COLORS[index % len(MARKER_COLORS)], f"{lanes * LANE_PX}px"
-        if count > DOTS_PER_TASK:  # counted per day; only the first few fires are listed, for the cadence
+        zone = task_zone(task, viewer_zone)
+        if fires and count > DOTS_PER_TASK:  # counted per day; only the first few fires are listed, for the cadence
             markers += day_bands(task.name, fires, now, span, viewer, color, top)
             dense.append(f"{task.name}: {cadence(task, fires, fires.listed(3), now)}")
-        else:
-            zone = task_zone(task, viewer_zone)
+        elif fires:
             markers += [Marker(left=_percent(fire - now, span), top=top, color=color,
                                label=f"{task.name} · {_fire_time(fire, zone, bool(task.jitter_seconds))}")
                         for fire in fires.listed(count)]
+        markers += skip_markers(task.name, skips, count > DOTS_PER_TASK, now, span, zone, color, top)
         total += count
         lanes += 1
     label = _fires(total) if total else "no fires"
     return Timeline(markers, day_ticks(now, viewer, days), label, f"{max(lanes, 1) * LANE_PX}px", dense)
+
+
+def skipped(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> list[Skip]:
+    """The occurrences a cron task's exclusions skip in ``(now, until]``, per local day of its zone
+    (at most ``DOTS_PER_TASK`` a day): none for a task that fires no more, and none past its last
+    run left (they would not have fired either)."""
+    left = timing.runs_left(task.max_runs, task.run_count)
+    found = excl.of_task(task)
+    schedule = task.schedule_dict()
+    if (task.status != TaskStatus.ACTIVE.value or task.next_run_at is None or left == 0 or not found
+            or schedule.get("kind") != "cron"):
+        return []
+    zone = zone_of(schedule.get("timezone"))
+    out = []
+    try:
+        plan = plan_of(task)
+        last = plan.nth_after(now - TICK, left) if left is not None else None
+        until = min(until, last) if last is not None else until
+        for day, reason in found.days_between(now.astimezone(zone).date(), until.astimezone(zone).date()):
+            start = max(now, _midnight(day, zone) - TICK)
+            end = min(until, _midnight(day + dt.timedelta(days=1), zone) - TICK)
+            listed = [nominal for nominal, _ in plan.excluded_between(start, end, DOTS_PER_TASK)]
+            if listed:
+                out.append(Skip(day, listed, reason, end))
+    except ScheduleError:
+        return out
+    return out
+
+
+def skip_markers(name: str, skips: Sequence[Skip], dense: bool, now: dt.datetime, span: dt.timedelta,
+                 zone: dt.tzinfo, color: str, top: str) -> list[Marker]:
+    """Hollow markers for skipped occurrences: one per occurrence, or one band per skipped day of a
+    dense task (where its fires are banded too)."""
+    if dense:
+        return [Marker(left=_percent(skip.occurrences[0] - now, span), top=top, color=color, excluded=True,
+                       width=_percent(max(skip.day_end - skip.occurrences[0], DAY / 48), span),
+                       label=f"{name} · {skip.day:%a} {skip.day.day} {skip.day:%b} · excluded "
+                             f"({reason_words(skip.reason)})")
+                for skip in skips]
+    return [Marker(left=_percent(at - now, span), top=top, color=color, excluded=True,
+                   label=f"{name} · {_fire_time(at, zone, False)} · excluded ({reason_words(skip.reason)})")
+            for skip in skips for at in skip.occurrences]
 
 
 def day_bands(name: str, fires: Fires, now: dt.datetime, span: dt.timedelta, zone: dt.tzinfo,

@@ -9,6 +9,9 @@ import reflex as rx
 from app.core.config import load_settings
 from app.schedules.model import Overlap
 from app.schedules.spec import span
+from app.ui.components.calendar_fields import describe, exclusions
+from app.ui.components.dialog_fields import field, form_input, invalid, label, told
+from app.ui.components.schedule_preview import preview
 from app.ui.fire_rules_form import NOTIFY_ON, OVERLAPS, PACE_HELP
 from app.ui.schedule_form import UNITS
 from app.ui.state.schedule_form import ScheduleFormState as F
@@ -24,47 +27,16 @@ def _zone_options() -> rx.Component:
     return rx.el.datalist(*[rx.el.option(value=zone) for zone in zones], id=ZONE_LIST_ID)
 
 
-def _label(text: str, html_for: str) -> rx.Component:
-    return rx.el.label(text, html_for=html_for, style={"font_size": "var(--font-size-2)", "font_weight": "500"})
-
-
-def _invalid(name: str) -> rx.Var:
-    return F.error_input == name
-
-
-def _input(field: str, testid: str, attrs: dict | None = None, **props: object) -> rx.Component:
-    return rx.input(
-        value=getattr(F, field), on_change=lambda value: F.set_field(field, value), id=f"schedule-{field}",
-        width="100%", size="2", color_scheme=rx.cond(_invalid(field), "red", "gray"), variant="surface",
-        custom_attrs={"data-testid": testid, "aria-invalid": _invalid(field), **(attrs or {})},
-        **props,
-    )
-
-
-def _field(label: str, control: rx.Component, html_for: str, hint: str | rx.Var = "") -> rx.Component:
-    helper = [rx.text(hint, size="1", color_scheme="gray")] if isinstance(hint, rx.Var) or hint else []
-    return rx.vstack(_label(label, html_for), control, *helper, spacing="1", width="100%")
-
-
-def _told(inputs: tuple[str, ...], hint: str, testid: str) -> rx.Component:
-    """Under a field: the service's refusal when it names one of ``inputs``, else the hint."""
-    invalid = _invalid(inputs[0])
-    for name in inputs[1:]:
-        invalid = invalid | _invalid(name)
-    return rx.cond(invalid, rx.text(F.error, size="1", color_scheme="red", weight="medium",
-                                    custom_attrs={"data-testid": testid}),
-                   rx.text(hint, size="1", color_scheme="gray"))
-
-
 def _timezone() -> rx.Component:
-    return _field("Time zone", _input("timezone", "schedule-form-timezone", placeholder="Europe/Paris",
-                                      auto_complete="off", attrs={"list": ZONE_LIST_ID}),
-                  "schedule-timezone", "Type to search IANA zones")
+    return field("Time zone", form_input("timezone", "schedule-form-timezone", placeholder="Europe/Paris",
+                                         auto_complete="off", attrs={"list": ZONE_LIST_ID}),
+                 "schedule-timezone", "Type to search IANA zones")
 
 
 def _when() -> rx.Component:
     """The kind switch and the fields of that kind."""
     return rx.vstack(
+        describe(),
         rx.segmented_control.root(
             rx.segmented_control.item("Once", value="once"),
             rx.segmented_control.item("Cron", value="cron"),
@@ -74,17 +46,17 @@ def _when() -> rx.Component:
         ),
         rx.match(
             F.kind,
-            ("cron", rx.grid(
-                _field("Cron expression", _input("cron", "schedule-form-cron", placeholder="0 9 * * 1-5",
-                                                 font_family="var(--code-font-family)", auto_complete="off"),
-                       "schedule-cron", "minute hour day month weekday"),
-                _timezone(), columns=TWO_COLUMNS, spacing="3", width="100%")),
+            ("cron", rx.vstack(rx.grid(
+                field("Cron expression", form_input("cron", "schedule-form-cron", placeholder="0 9 * * 1-5",
+                                                    font_family="var(--code-font-family)", auto_complete="off"),
+                      "schedule-cron", "minute hour day month weekday"),
+                _timezone(), columns=TWO_COLUMNS, spacing="3", width="100%"), exclusions(), spacing="3", width="100%")),
             ("once", rx.grid(
-                _field("Date and time", _input("at", "schedule-form-at", type="datetime-local"), "schedule-at",
-                       "Wall-clock time in that zone"),
+                field("Date and time", form_input("at", "schedule-form-at", type="datetime-local"), "schedule-at",
+                      "Wall-clock time in that zone"),
                 _timezone(), columns=TWO_COLUMNS, spacing="3", width="100%")),
-            _field("Every", rx.hstack(
-                _input("every", "schedule-form-every", type="number", min="1", step="1"), _unit(),
+            field("Every", rx.hstack(
+                form_input("every", "schedule-form-every", type="number", min="1", step="1"), _unit(),
                 align="center", width="100%"),
                 "schedule-every", f"At least {span(max(load_settings().min_interval_seconds, 1))}"),
         ),
@@ -109,9 +81,9 @@ def _unit(field: str = "every_unit", testid: str = "schedule-form-every-unit", l
 def _catchup() -> rx.Component:
     """The catch-up window: a span and its unit, or "fire however late" (no window)."""
     late = F.catchup_mode == "late"
-    return _field("Catch-up window", rx.vstack(
+    return field("Catch-up window", rx.vstack(
         rx.hstack(
-            _input("catchup", "schedule-form-catchup", type="number", min="1", step="1", disabled=late),
+            form_input("catchup", "schedule-form-catchup", type="number", min="1", step="1", disabled=late),
             _unit("catchup_unit", "schedule-form-catchup-unit", "Unit of the catch-up window", disabled=late),
             align="center", width="100%"),
         rx.el.label(rx.hstack(
@@ -128,15 +100,15 @@ def _caps() -> rx.Component:
         rx.hstack(rx.icon("circle-dollar-sign", size=14, color="var(--gray-10)"),
                   rx.text("Spending caps per fire", size="2", weight="medium"), align="center", spacing="2"),
         rx.grid(
-            _field("Max tokens per fire", _input("cap_tokens", "schedule-cap-tokens", placeholder="no cap",
-                                                 auto_complete="off", attrs={"inputMode": "numeric"}),
-                   "schedule-cap_tokens", "Input + output tokens; empty for no cap"),
-            _field("Max cost per fire (USD)", _input("cap_cost", "schedule-cap-cost", placeholder="no cap",
-                                                     auto_complete="off", attrs={"inputMode": "decimal"}),
-                   "schedule-cap_cost", "As the agent reports it; empty for no cap"),
+            field("Max tokens per fire", form_input("cap_tokens", "schedule-cap-tokens", placeholder="no cap",
+                                                    auto_complete="off", attrs={"inputMode": "numeric"}),
+                  "schedule-cap_tokens", "Input + output tokens; empty for no cap"),
+            field("Max cost per fire (USD)", form_input("cap_cost", "schedule-cap-cost", placeholder="no cap",
+                                                        auto_complete="off", attrs={"inputMode": "decimal"}),
+                  "schedule-cap_cost", "As the agent reports it; empty for no cap"),
             columns=TWO_COLUMNS, spacing="3", width="100%",
         ),
-        rx.cond(_invalid("cap_tokens") | _invalid("cap_cost"),  # said here too: the callout is far below
+        rx.cond(invalid("cap_tokens") | invalid("cap_cost"),  # said here too: the callout is far below
                 rx.text(F.error, size="1", color_scheme="red", weight="medium",
                         custom_attrs={"data-testid": "schedule-caps-error"}),
                 rx.text("A fire that passes a cap is stopped and fails with “budget exceeded”.", size="1",
@@ -152,13 +124,13 @@ def _pacing() -> rx.Component:
         rx.hstack(rx.icon("timer-reset", size=14, color="var(--gray-10)"),
                   rx.text("Let the agent pace this task", size="2", weight="medium"), align="center", spacing="2"),
         rx.grid(
-            _field("Soonest", _input("pace_min", "schedule-pace-min", placeholder="e.g. 30m", auto_complete="off"),
-                   "schedule-pace_min", "Counted from the fire that moves it"),
-            _field("Latest", _input("pace_max", "schedule-pace-max", placeholder="e.g. 4h", auto_complete="off"),
-                   "schedule-pace_max", "The schedule itself stays as it is"),
+            field("Soonest", form_input("pace_min", "schedule-pace-min", placeholder="e.g. 30m", auto_complete="off"),
+                  "schedule-pace_min", "Counted from the fire that moves it"),
+            field("Latest", form_input("pace_max", "schedule-pace-max", placeholder="e.g. 4h", auto_complete="off"),
+                  "schedule-pace_max", "The schedule itself stays as it is"),
             columns=TWO_COLUMNS, spacing="3", width="100%",
         ),
-        _told(("pace_min", "pace_max"), PACE_HELP, "schedule-pace-error"),
+        told(("pace_min", "pace_max"), PACE_HELP, "schedule-pace-error"),
         spacing="2", width="100%", padding_top="4px", border_top="1px solid var(--gray-a4)",
         custom_attrs={"data-testid": "schedule-pacing"},
     )
@@ -178,59 +150,16 @@ def _advanced() -> rx.Component:
         ),
         rx.cond(F.advanced, rx.vstack(rx.grid(
             _catchup(),
-            _field("Jitter (seconds)", _input("jitter", "schedule-form-jitter", type="number", min="0", step="1"),
-                   "schedule-jitter", F.jitter_hint),
+            field("Jitter (seconds)", form_input("jitter", "schedule-form-jitter", type="number", min="0", step="1"),
+                  "schedule-jitter", F.jitter_hint),
             rx.cond(F.kind != "once", rx.fragment(
-                _field("Starts at", _input("starts", "schedule-form-starts", type="datetime-local"), "schedule-starts",
-                       "Optional; wall-clock time in " + F.timezone.to(str)),
-                _field("Ends at", _input("ends", "schedule-form-ends", type="datetime-local"), "schedule-ends",
-                       "Optional; nothing fires from then on"))),
+                field("Starts at", form_input("starts", "schedule-form-starts", type="datetime-local"),
+                      "schedule-starts", "Optional; wall-clock time in " + F.timezone.to(str)),
+                field("Ends at", form_input("ends", "schedule-form-ends", type="datetime-local"), "schedule-ends",
+                      "Optional; nothing fires from then on"))),
             columns=TWO_COLUMNS, spacing="3", width="100%",
         ), _caps(), rx.cond(F.kind != "once", _pacing()), spacing="4", width="100%", id="schedule-advanced")),
         spacing="3", width="100%",
-    )
-
-
-def _fire(fire: dict) -> rx.Component:
-    """One next fire; a clock change that moves it is said on its row."""
-    return rx.vstack(
-        rx.flex(  # on a phone a jitter's spread takes the line: the relative time wraps under it
-            rx.hstack(rx.icon("clock", size=13, color="var(--gray-10)", flex_shrink="0"),
-                      rx.text(fire["local"], size="2", font_variant_numeric="tabular-nums"),
-                      align="center", spacing="2", min_width="0"),
-            rx.text(fire["relative"], size="1", color_scheme="gray", white_space="nowrap", margin_left="auto"),
-            align="center", width="100%", wrap="wrap", column_gap="12px",
-        ),
-        rx.cond(fire["note"] != "",
-                rx.text(rx.icon("triangle-alert", size=12), " ", fire["note"], size="1", color_scheme="amber",
-                        custom_attrs={"data-testid": "schedule-form-fire-note"})),
-        spacing="0", width="100%", custom_attrs={"data-testid": "schedule-form-fire"},
-    )
-
-
-def _preview() -> rx.Component:
-    return rx.box(
-        rx.cond(
-            F.description != "",
-            rx.vstack(
-                rx.hstack(rx.icon("calendar-check", size=15, color="var(--accent-11)"),
-                          rx.text(F.description, size="2", weight="medium",
-                                  custom_attrs={"data-testid": "schedule-form-description"}),
-                          align="center", spacing="2"),
-                rx.foreach(F.fires, _fire),
-                rx.cond(F.window != "",
-                        rx.hstack(rx.icon("flag", size=12, color="var(--gray-10)", flex_shrink="0", margin_top="3px"),
-                                  rx.text(F.window, size="1", color_scheme="gray",
-                                          custom_attrs={"data-testid": "schedule-form-window"}),
-                                  spacing="1", align="start", padding_top="2px")),
-                spacing="1", width="100%",
-            ),
-            rx.text(rx.cond(F.error != "", "Fix the error below to see the next fire times.",
-                            "The next fire times appear here as you type."), size="2", color_scheme="gray"),
-        ),
-        custom_attrs={"data-testid": "schedule-form-preview", "aria-live": "polite"},
-        width="100%", padding="10px 12px", border_radius="var(--radius-3)", background="var(--accent-a2)",
-        border="1px solid var(--accent-a4)",
     )
 
 
@@ -244,24 +173,24 @@ def _select(field: str, testid: str, options: list[tuple[str, str]]) -> rx.Compo
 
 def _options() -> rx.Component:
     return rx.grid(
-        _field("When busy", _select("overlap", "schedule-form-overlap", list(OVERLAPS)), "schedule-overlap"),
+        field("When busy", _select("overlap", "schedule-form-overlap", list(OVERLAPS)), "schedule-overlap"),
         rx.cond(F.overlap == Overlap.QUEUE_ALL.value, rx.vstack(
-            _label("Queue up to", "schedule-queue_cap"),
-            rx.hstack(_input("queue_cap", "schedule-queue-cap", type="number", min="1", max="100", step="1"),
+            label("Queue up to", "schedule-queue_cap"),
+            rx.hstack(form_input("queue_cap", "schedule-queue-cap", type="number", min="1", max="100", step="1"),
                       rx.text("fires", size="2", color_scheme="gray"), align="center", width="100%"),
-            _told(("queue_cap",), "Beyond it a fire is recorded skipped (queue full)", "schedule-queue-cap-error"),
+            told(("queue_cap",), "Beyond it a fire is recorded skipped (queue full)", "schedule-queue-cap-error"),
             spacing="1", width="100%")),
-        _field("Session", _select("session", "schedule-form-session",
-                                  [("resume", "Continue chat"), ("fresh", "Fresh session")]),
-               "schedule-session"),
+        field("Session", _select("session", "schedule-form-session",
+                                 [("resume", "Continue chat"), ("fresh", "Fresh session")]),
+              "schedule-session"),
         rx.cond(F.kind != "once",  # a once task fires once: a limit means nothing (the form sends none)
-                _field("Max runs", _input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
-                                          placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit")),
-        _field("Notify me", _select("notify", "schedule-form-notify",
-                                    [("failures", "On failures"), ("always", "Every fire"), ("never", "Never")]),
-               "schedule-notify"),
-        _field("Which fires tell you", _select("notify_on", "schedule-notify-on", list(NOTIFY_ON)),
-               "schedule-notify_on", "Quiet fires still show in the chat, folded"),
+                field("Max runs", form_input("max_runs", "schedule-form-max-runs", type="number", min="1", step="1",
+                                             placeholder="no limit"), "schedule-max_runs", "Leave empty for no limit")),
+        field("Notify me", _select("notify", "schedule-form-notify",
+                                   [("failures", "On failures"), ("always", "Every fire"), ("never", "Never")]),
+              "schedule-notify"),
+        field("Which fires tell you", _select("notify_on", "schedule-notify-on", list(NOTIFY_ON)),
+              "schedule-notify_on", "Quiet fires still show in the chat, folded"),
         columns={"initial": "1", "sm": "2"}, spacing="3", width="100%",
     )
 
@@ -321,17 +250,17 @@ def schedule_dialog() -> rx.Component:
             rx.dialog.description("A standing prompt the agent receives in this chat on schedule.", size="2",
                                   color_scheme="gray", margin_bottom="1em"),
             rx.vstack(
-                _field("Name", _input("name", "schedule-form-name", placeholder="standup", max_length=120),
-                       "schedule-name"),
-                _field("Prompt", rx.text_area(
+                field("Name", form_input("name", "schedule-form-name", placeholder="standup", max_length=120),
+                      "schedule-name"),
+                field("Prompt", rx.text_area(
                     value=F.prompt, on_change=lambda value: F.set_field("prompt", value), id="schedule-prompt",
                     rows="4", width="100%", placeholder="What should the agent do each time?",
                     max_length=load_settings().prompt_max_bytes,
-                    color_scheme=rx.cond(_invalid("prompt"), "red", "gray"),
+                    color_scheme=rx.cond(invalid("prompt"), "red", "gray"),
                     custom_attrs={"data-testid": "schedule-form-prompt"}), "schedule-prompt"),
                 _when(),
                 _advanced(),
-                _preview(),
+                rx.cond(F.readback == "", preview()),  # after a phrase, the read-back up top is the preview
                 _options(),
                 _error(),
                 _footer(),

@@ -137,7 +137,8 @@ def _history(row: TaskRow) -> rx.Component:
 
 
 def _notes(row: TaskRow) -> rx.Component:
-    """The active window and the timing that is not the default, one quiet line each."""
+    """The active window, the timing that is not the default, the days it skips and its fire rules,
+    one quiet line each."""
     return rx.fragment(
         rx.cond(row.window != "", rx.hstack(
             rx.icon("calendar-range", size=13, color="var(--gray-10)", flex_shrink="0"),
@@ -147,6 +148,10 @@ def _notes(row: TaskRow) -> rx.Component:
             rx.icon("timer", size=13, color="var(--gray-10)", flex_shrink="0"),
             rx.text(row.timing, size="1", color_scheme="gray", custom_attrs=_tid("schedule-timing")),
             spacing="1", align="center")),
+        rx.cond(row.exclusions != "", rx.hstack(
+            rx.icon("calendar-x", size=13, color="var(--gray-10)", flex_shrink="0", margin_top="2px"),
+            rx.text(row.exclusions, size="1", color_scheme="gray", custom_attrs=_tid("task-exclusions")),
+            spacing="1", align="start", custom_attrs={"title": row.excluded_dates})),
         rx.cond(row.rules != "", rx.hstack(
             rx.icon("bell-ring", size=13, color="var(--gray-10)", flex_shrink="0", margin_top="2px"),
             rx.text(row.rules, size="1", color_scheme="gray", custom_attrs=_tid("schedule-rules")),

@@ -64,8 +64,27 @@ def _band(marker: Marker) -> rx.Component:
     )
 
 
+def _skipped(marker: Marker) -> rx.Component:
+    """An occurrence the task's exclusions skip (SPEC §20): a hollow dot struck through, or for a
+    dense task a hollow band over the skipped day."""
+    attrs = {"data-testid": "timeline-excluded", "aria-label": marker.label, "role": "img"}
+    strike = rx.box(position="absolute", left="-2px", right="-2px", top="50%", height="1.5px", margin_top="-0.75px",
+                    background=f"var(--{marker.color}-10)", transform="rotate(-35deg)")
+    return rx.cond(
+        marker.width != "",
+        rx.box(position="absolute", left=marker.left, width=marker.width, top=f"calc({marker.top} + 1px)",
+               height="10px", border_radius="3px", border=f"1px dashed var(--{marker.color}-a9)",
+               background=f"repeating-linear-gradient(135deg, transparent 0 4px, var(--{marker.color}-a4) 4px 6px)",
+               custom_attrs=attrs),
+        rx.box(strike, position="absolute", left=marker.left, top=f"calc({marker.top} + 1px)", width="10px",
+               height="10px", margin_left="-5px", border_radius="50%", border=f"1.5px solid var(--{marker.color}-9)",
+               background="var(--color-panel-solid)", custom_attrs=attrs),
+    )
+
+
 def _marker(marker: Marker) -> rx.Component:
-    return rx.tooltip(rx.cond(marker.width != "", _band(marker), _dot(marker)), content=marker.label)
+    return rx.tooltip(rx.cond(marker.excluded, _skipped(marker),
+                              rx.cond(marker.width != "", _band(marker), _dot(marker))), content=marker.label)
 
 
 def _tick_line(tick: Tick) -> rx.Component:

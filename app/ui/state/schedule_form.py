@@ -10,7 +10,7 @@ import reflex as rx
 
 from app.core.context import get_core
 from app.core.errors import ChatcronError, InvalidInput
-from app.ui import form_check, schedule_form, tasks
+from app.ui import calendar_form, checks, form_check, phrase_form, schedule_form, tasks
 from app.ui.schedule_form import ADVANCED, INPUTS, FormFields
 from app.ui.state.schedules import ScheduleState
 from app.ui.state.session import AuthState
@@ -71,6 +71,14 @@ class ScheduleFormState(AuthState):
     queue_cap: str = "3"  # how many fires may wait, for overlap "queue_all"
     pace_min: str = ""  # the bounds the agent may pace the task within ("30m"; both "": it may not)
     pace_max: str = ""
+    exclude_dates: str = ""  # SPEC §20 (cron only): "2026-12-24, 2026-12-31"
+    holidays_country: str = ""  # "US": skip its public holidays
+    holidays_subdivision: str = ""  # "CA"
+    subdivision_options: list[str] = []  # the regions of the typed country, for the input's list
+    phrase: str = ""  # the "Describe it" field
+    phrase_error: str = ""  # why the phrase was not understood (the form is unchanged)
+    readback: str = ""  # the applied phrase's canonical form ("0 9 * * 1#1"); "" once the form says otherwise
+    readback_phrase: str = ""  # the phrase it was read from
     advanced: bool = False  # the "Advanced options" disclosure is open
     window: str = ""  # the preview's line on the active window ("Ends Tue 31 Mar, 18:00 CEST: …")
     jitter_hint: str = ""  # the jitter's bound for this schedule
@@ -85,6 +93,7 @@ class ScheduleFormState(AuthState):
     _touched: list[str] = []
     _opened_with: dict = {}  # the fields as the dialog opened, to tell whether closing loses anything
     _original: dict = {}
+    _readback_of: dict = {}  # the schedule fields as the phrase filled them (phrase_form.schedule_part)
     _chat_id: int = 0  # the drawer's chat and viewer zone, copied when the dialog opens
     _zone: str = "UTC"
 
@@ -125,6 +134,7 @@ class ScheduleFormState(AuthState):
 
     async def _opened(self) -> None:
         self.form_open, self.saving, self.confirm_discard = True, False, False
+        self.phrase, self.phrase_error, self.readback, self.readback_phrase = "", "", "", ""
         self._opened_with = dataclasses.asdict(self._fields())
         await self._check()
 
@@ -171,6 +181,24 @@ class ScheduleFormState(AuthState):
         await self._check()
 
     @rx.event
+    def set_phrase(self, value: str):
+        self.phrase = checks.text(value, "phrase", phrase_form.MAX_PHRASE_CHARS)
+
+    @rx.event
+    async def apply_phrase(self, form: dict):
+        """"Describe it": the phrase fills the form and is read back, or its error is said under it."""
+        self.phrase = form.get("phrase", self.phrase)
+        reading = await asyncio.to_thread(phrase_form.read, self.phrase, self._fields(), self._zone)
+        self.phrase_error = reading.error
+        if reading.fields is None:
+            return
+        self._load(reading.fields)
+        self.readback, self.readback_phrase = reading.canonical, self.phrase.strip()
+        self._readback_of = phrase_form.schedule_part(reading.fields)
+        self._touched = sorted({*self._touched, *phrase_form.SCHEDULE_FIELDS})
+        await self._check()
+
+    @rx.event
     async def set_late(self, late: bool):
         """The "fire however late" box: no catch-up window (null) when ticked."""
         await self._set("catchup_mode", "late" if late is True else "window")
@@ -186,6 +214,11 @@ class ScheduleFormState(AuthState):
         if self.error_input in ADVANCED:  # an error in the advanced options is shown where it is
             self.advanced = True
         self.blocked = schedule_form.blocked_reason(check.error_field, self._fields())
+        if self.readback and phrase_form.schedule_part(self._fields()) != self._readback_of:
+            self.readback = ""  # edited since: the form no longer says what the phrase said
+        options = calendar_form.subdivisions(self.holidays_country)
+        if options != self.subdivision_options:
+            self.subdivision_options = options
 
     @rx.event
     async def save(self):
