@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -21,8 +22,10 @@ import holidays as holiday_tables
 from app.core.errors import InvalidInput
 
 MAX_DATES = 366
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 EXCLUDED_DATE = "excluded date"
-_ONLY_CRON = "only a cron schedule has local dates to exclude; write the schedule as cron"
+_ONLY_CRON = ("only a cron schedule has local dates to exclude; write the schedule as cron, or send "
+              "exclude_dates [] and holidays null with it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +116,7 @@ def _dates(value: object) -> frozenset[dt.date]:
 
 
 def _date(item: object) -> dt.date:
-    if isinstance(item, str) and len(item) == 10:
+    if isinstance(item, str) and _ISO_DATE.fullmatch(item):
         try:
             return dt.date.fromisoformat(item)
         except ValueError:
@@ -130,11 +133,11 @@ def _holidays(value: object) -> Holidays | None:
     if not isinstance(value, dict) or set(value) - {"country", "subdivision"}:
         raise InvalidInput("holidays", "must be null or {\"country\": \"US\", \"subdivision\": null}")
     country = value.get("country")
-    supported = holiday_tables.list_supported_countries()
-    if not isinstance(country, str) or country.upper() not in supported:
+    supported = holiday_tables.list_supported_countries(include_aliases=False)
+    if not isinstance(country, str) or country.upper() not in holiday_tables.list_supported_countries():
         raise InvalidInput("holidays.country", f"{str(country)[:20]!r} is not a country code the holidays "
-                           "calendar knows (ISO 3166-1 alpha-2, such as US or DE)")
-    country = country.upper()
+                           "calendar knows (ISO 3166-1 alpha-2, such as US, DE or GB)")
+    country = canonical_country(country.upper())
     subdivision = value.get("subdivision")
     if subdivision in (None, ""):
         return Holidays(country)
@@ -144,6 +147,12 @@ def _holidays(value: object) -> Holidays | None:
         raise InvalidInput("holidays.subdivision", f"{str(subdivision)[:20]!r} is not a subdivision of {country}"
                            + (f" (known: {listed})" if known else f"; {country} has none"))
     return Holidays(country, known[subdivision.upper()])
+
+
+@lru_cache(maxsize=64)
+def canonical_country(code: str) -> str:
+    """The calendar's own ISO alpha-2 code for an alias it takes (UK → GB, USA → US)."""
+    return str(holiday_tables.country_holidays(code).country)
 
 
 @lru_cache(maxsize=512)

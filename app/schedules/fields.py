@@ -155,8 +155,8 @@ def check(merged: dict[str, Any], schedule: Schedule, now: dt.datetime, *, chang
                                 check_future=bool(changed & {"schedule", "starts_at", "ends_at"}), armed_at=armed_at)
     excluded = exclusions.check(merged.get("exclude_dates"), merged.get("holidays"),
                                 cron=isinstance(schedule, CronSchedule))
-    if excluded and changed & {"schedule", "exclude_dates", "holidays"}:
-        _check_some_left(schedule, excluded, now, starts_at)
+    if excluded and changed & {"schedule", "exclude_dates", "holidays", "starts_at", "ends_at"}:
+        _check_some_left(schedule, excluded, now, starts_at, ends_at)
     return Timing(catchup_window_seconds=catchup(merged.get("catchup_window_seconds")),
                   jitter_seconds=jitter(jitter_value, schedule, now) if timing_changed else int(jitter_value or 0),
                   starts_at=starts_at, ends_at=ends_at, exclude_dates=excluded.dates_json(),
@@ -164,12 +164,13 @@ def check(merged: dict[str, Any], schedule: Schedule, now: dt.datetime, *, chang
 
 
 def _check_some_left(schedule: Schedule, excluded: exclusions.Exclusions, now: dt.datetime,
-                     starts_at: dt.datetime | None) -> None:
-    """Exclusions must leave the schedule an occurrence within 8 years (else it would never fire)."""
+                     starts_at: dt.datetime | None, ends_at: dt.datetime | None) -> None:
+    """Exclusions must leave the schedule an occurrence in its window within 8 years (else it would never fire)."""
     try:
-        first = Plan(schedule, starts_at=starts_at, exclusions=excluded).next_after(now)
+        first = Plan(schedule, starts_at=starts_at, ends_at=ends_at, exclusions=excluded).next_after(now)
     except ScheduleError:
         first = None
     if first is None:
+        where = "before ends_at" if ends_at is not None else "in the next 8 years"
         raise InvalidInput("holidays" if excluded.holidays is not None else "exclude_dates",
-                           "excludes every occurrence of the schedule in the next 8 years")
+                           f"excludes every occurrence of the schedule {where}")

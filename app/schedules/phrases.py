@@ -295,6 +295,8 @@ class _Grammar:
             c.take()
             if n > 5:
                 raise refuse(f'"{c.since(start)}": a month has at most five {DAY_NAMES[day]}s')
+            if n < 1 and not last:
+                raise refuse(f'"{c.since(start)}" is not a day of the month (first to fifth, or last)')
             return "*", f"{day}L" if last else f"{day}#{n}"
         if c.accept("weekday"):
             if not (last or n == 1):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 
+from app.schedules.exclusions import canonical_country
 from app.schedules.phrases_time import calendar_day, starts_date
 from app.schedules.phrases_words import Cursor, Kind, refuse
 
@@ -105,6 +106,7 @@ def _calendar(region: str, typed: str) -> dict[str, str | None]:
     if country not in supported:
         raise refuse(f'"{typed}": {country} is not a country the holiday calendar knows (use an ISO 3166 '
                      "code such as US, DE, FR)")
+    country = canonical_country(country)  # an alias the calendar takes (UK, USA) is stored as its code
     if wanted is None:
         return {"country": country, "subdivision": None}
     for subdivision in supported[country]:

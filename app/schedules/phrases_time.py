@@ -104,7 +104,8 @@ def calendar_day(cursor: Cursor) -> Day:
 
 
 def _day_number(token: Token) -> int:
-    return ordinal_of(token) or int(token.value)
+    n = ordinal_of(token)
+    return n if n is not None else int(token.value)
 
 
 def _year(cursor: Cursor) -> int | None:
@@ -151,6 +152,9 @@ def next_date_instant(day: Day, clock_time: time, zone: tzinfo, now: datetime, t
             candidate = date(year, day.month, day.day)
         except ValueError:  # February 29 outside a leap year
             continue
+        if day.year is None and datetime.combine(candidate, clock_time) <= now.astimezone(zone).replace(
+                tzinfo=None):
+            continue  # gone by this year: a clock change that year is no reason to refuse the next one
         instant = local_instant(candidate, clock_time, zone, typed)
         if instant > now:
             return instant

@@ -68,8 +68,15 @@ def _width(page: Page) -> int:
 
 
 def _fits(page: Page, locator: Locator) -> None:
-    """Nothing of ``locator`` is cut off on the right of the screen."""
+    """Nothing of ``locator`` is cut off on the right of the screen — once it has come to rest (the
+    phone's drawer slides in: a box read mid-slide is partly off the screen)."""
     box = locator.bounding_box()
+    for _ in range(30):
+        page.wait_for_timeout(100)
+        settled = locator.bounding_box()
+        if settled == box:
+            break
+        box = settled
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= _width(page) + 0.5, box
 
 

@@ -90,6 +90,9 @@ BAD = [
     # 6 January at 09:00 every year, and 6 January is a holiday in Bavaria: it would never fire
     ({"schedule": {"kind": "cron", "cron": "0 9 6 1 *", "timezone": "Europe/Berlin"}, "holidays": "DE-BY"},
      "holidays", "excludes every occurrence"),
+    # the active window holds one weekday, and it is excluded
+    ({"ends_at": "2026-01-07T00:00:00Z", "exclude_dates": ["2026-01-06"]}, "exclude_dates",
+     "excludes every occurrence of the schedule before ends_at"),
 ]
 
 

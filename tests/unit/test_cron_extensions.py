@@ -320,3 +320,16 @@ def test_describe_names_the_extended_days(expr: str, words: list) -> None:
     for word in words:
         alternatives = word if isinstance(word, tuple) else (word,)
         assert any(w in text.lower() for w in alternatives), (expr, text)
+
+
+@pytest.mark.parametrize("expr", ["0 9 * 2 2#5", "0 9 * 2 0#5", "0 9 * 2 fri#5"])
+def test_calendar_items_that_go_decades_without_a_day_are_refused_when_parsed(expr: str) -> None:
+    # a fifth Tuesday of February: 2028, then 2056 — past its first fire the scheduler would find no next one
+    with pytest.raises(CronError) as caught:
+        parse_cron(expr)
+    assert caught.value.field == "day-of-week" and "years apart" in caught.value.message
+
+
+@pytest.mark.parametrize("expr", ["0 9 29W 2 *", "0 9 L-28 2 *", "0 9 * 2,3 1#5", "0 9 * * 1#5"])
+def test_rare_but_regular_calendar_items_are_accepted(expr: str) -> None:
+    assert parse_cron(expr).text == expr  # leap days at most 8 years apart, as classic 29 2 is

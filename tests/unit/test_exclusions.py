@@ -142,3 +142,10 @@ def test_only_cron_schedules_take_exclusions_and_the_stored_form_round_trips() -
     assert made.as_json() == {"exclude_dates": ["2026-01-01", "2026-12-31"],
                               "holidays": {"country": "DE", "subdivision": "BY"}}
     assert exclusions.stored(made.dates_json(), made.holidays_json()) == made
+
+
+def test_week_dates_and_country_aliases_are_read_strictly() -> None:
+    with pytest.raises(InvalidInput, match="'2026-W01-1' is not a date written YYYY-MM-DD"):
+        exclusions.check(["2026-W01-1"], None)  # an ISO week date Python would read as 2025-12-29
+    assert exclusions.check([], "UK").as_json()["holidays"] == {"country": "GB", "subdivision": None}
+    assert exclusions.check([], {"country": "usa"}).as_json()["holidays"] == {"country": "US", "subdivision": None}

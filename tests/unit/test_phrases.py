@@ -243,6 +243,10 @@ REFUSALS = [
     ("@daily", '"@daily" is a cron expression, not a phrase'),
     ("*/15 minutes", '"*/15" is not understood'),
     ("every day at 9 #1", '"#1" is not understood'),
+    ("on jan 0th", '"jan 0th" is not a date'),
+    ("the 0th of march", '"0th of march" is not a date'),
+    ("the 0th monday of the month", '"the 0th monday" is not a day of the month'),
+    ("every day at 9 excluding 0th jan 2027", '"0th jan 2027" is not a date'),
     ("every day @ 9", '"@" is not understood'),
     ("every mon-fri", '"mon-fri" is not understood'),
     ("next monday", '"next" is not understood'),
@@ -369,3 +373,15 @@ def test_docs_cron_quotes_the_refusals_as_they_are() -> None:
         with pytest.raises(ScheduleError) as caught:
             parse_phrase(phrase.strip('"'), BERLIN, NOW)
         assert caught.value.message == message, phrase
+
+
+def test_a_date_without_a_year_is_its_next_one_even_when_this_years_fell_in_a_clock_change() -> None:
+    # 2026-03-29 02:30 never happened in Berlin; in June a user means 2027-03-29, which exists
+    june = dt.datetime(2026, 6, 15, tzinfo=dt.UTC)
+    assert parse_phrase("on March 29 at 2:30", BERLIN, june).schedule == {"kind": "once",
+                                                                        "at": "2027-03-29T00:30:00Z"}
+
+
+def test_a_holiday_calendars_alias_is_kept_as_its_country_code() -> None:
+    assert parse_phrase("every weekday at 9 excluding uk holidays", "Europe/London", NOW).holidays == {
+        "country": "GB", "subdivision": None}

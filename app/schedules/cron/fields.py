@@ -10,6 +10,8 @@ as ``a-max/n``) and a step longer than the field (``*/90`` minutes would fire ho
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 import enum
 import re
 from bisect import bisect_left
@@ -204,6 +206,8 @@ def _parse_cached(expr: str) -> CronSpec:
     fields = [_parse_field(bounds, part) for bounds, part in zip(_BOUNDS, parts, strict=True)]
     spec = CronSpec(expr.strip() if macro is None else macro, macro, *fields)
     _check_days_possible(spec)
+    if spec.day_of_month.calendar or spec.day_of_week.calendar:
+        _check_never_quiet_for_years(spec)
     return spec
 
 
@@ -295,6 +299,39 @@ def _step(bounds: _Bounds, text: str, item: str) -> int:
     if not 1 <= step <= span:
         raise CronError(bounds.name, f"step {step} in {item!r} is out of range 1-{span}")
     return step
+
+
+# The Gregorian calendar repeats every 400 years (146,097 days, a whole number of weeks): a day
+# pattern's longest silence over one cycle is its longest silence ever.
+_CYCLE_START, _CYCLE_YEARS = 2000, 400
+MAX_QUIET_YEARS = 8  # the scheduler's horizon (evaluate.HORIZON_DAYS)
+
+
+def _check_never_quiet_for_years(spec: CronSpec) -> None:
+    """Reject calendar items that leave more than 8 years between two matching days (``0 9 * 2 2#5``,
+    a fifth Tuesday of February: 2028, then 2056) — past its first fire, such a task would have no
+    next one within the scheduler's horizon. Classic items never do before 2096."""
+    previous = first = None
+    longest = 0
+    for year in range(_CYCLE_START, _CYCLE_START + _CYCLE_YEARS):
+        for month in spec.month.values:
+            weekday, ndays = calendar.monthrange(year, month)
+            days = spec.matching_days(month, ndays, (weekday + 1) % 7)
+            if not days:
+                continue
+            start = dt.date(year, month, 1).toordinal()
+            if previous is None:
+                first = start + days[0] - 1
+            else:
+                longest = max(longest, start + days[0] - 1 - previous)
+            previous = start + days[-1] - 1
+    if previous is None or first is None:
+        return  # never matches: _check_days_possible or the search says so
+    longest = max(longest, first + 146_097 - previous)  # around the cycle's end
+    if longest > MAX_QUIET_YEARS * 365.25:
+        name = FieldName.DAY_OF_WEEK if spec.day_of_week.calendar else FieldName.DAY_OF_MONTH
+        raise CronError(name, f"matching days can be {longest / 365.25:.0f} years apart, more than the "
+                        f"{MAX_QUIET_YEARS} years a schedule may go without firing")
 
 
 def _check_days_possible(spec: CronSpec) -> None:
