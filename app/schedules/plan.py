@@ -38,6 +38,16 @@ def jitter_offset(task_id: int, nominal: datetime, jitter_seconds: int) -> timed
 
 
 @dataclasses.dataclass(frozen=True)
+class ExcludedDay:
+    """A local day whose occurrences the exclusions skip: the first few, and how many in all."""
+
+    day: date
+    reason: str
+    listed: tuple[datetime, ...]
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
     """One task's occurrences: ``next_after`` gives nominal instants, ``fire_at`` when each fires."""
 
@@ -81,16 +91,35 @@ class Plan:
     def excluded_between(self, after: datetime, until: datetime,
                          limit: int = MAX_LISTED_EXCLUDED) -> list[tuple[datetime, str]]:
         """(nominal, reason) of the excluded occurrences in ``(after, until]`` inside the window, at most ``limit``."""
+        out: list[tuple[datetime, str]] = []
+        for day in self.excluded_days(after, until, per_day=limit):
+            out += [(at, day.reason) for at in day.listed[:limit - len(out)]]
+            if len(out) >= limit:
+                break
+        return out
+
+    def excluded_days(self, after: datetime, until: datetime, per_day: int = 3,
+                      max_days: int = MAX_LISTED_EXCLUDED) -> list[ExcludedDay]:
+        """The excluded days with occurrences in ``(after, until]`` inside the window (at most
+        ``max_days``): each with its first ``per_day`` occurrences and how many it has in all."""
         if not self._excluding or until <= after:
             return []
-        out: list[tuple[datetime, str]] = []
+        out: list[ExcludedDay] = []
+        last = min(until, self.ends_at - _TINY) if self.ends_at is not None else until
         for day, reason in self.exclusions.days_between(self._local_day(after), self._local_day(until)):
             start = max(after, self._day_start(day) - _TINY, self._from(after))
-            end = min(until, self._day_start(day + timedelta(days=1)) - _TINY)
-            found = timing.next_occurrence(self.schedule, start)
-            while found is not None and found <= end and self._inside(found) is not None and len(out) < limit:
-                out.append((found, reason))
+            end = min(last, self._day_start(day + timedelta(days=1)) - _TINY)
+            listed: list[datetime] = []
+            found = timing.next_occurrence(self.schedule, start) if end > start else None
+            while found is not None and found <= end and len(listed) < per_day:
+                listed.append(found)
                 found = timing.next_occurrence(self.schedule, found)
+            if listed:
+                total = len(listed) if found is None or found > end else timing.count_occurrences(
+                    self.schedule, start, end)
+                out.append(ExcludedDay(day, reason, tuple(listed), total))
+                if len(out) >= max_days:
+                    break
         return out
 
     # -- nominal occurrences ------------------------------------------------------------------
@@ -142,11 +171,20 @@ class Plan:
     def nth_after(self, after: datetime, n: int) -> datetime | None:
         """The ``n``-th occurrence strictly after ``after`` inside the window, or None."""
         if self._excluding:
-            found: datetime | None = after
-            for _ in range(n):
-                found = self.next_after(found) if found is not None else None
-            return found if n >= 1 else None
+            return self._nth_excluding(after, n) if n >= 1 else None
         return self._inside(timing.nth_occurrence(self.schedule, self._from(after), n, armed_at=self._grid_base()))
+
+    def _nth_excluding(self, after: datetime, n: int) -> datetime | None:
+        """The n-th occurrence that is not excluded, found by counting: jump to the bare schedule's
+        (n - found so far)-th occurrence from the last candidate until the count is n — the cost
+        grows with the days spanned and the excluded days, not with n."""
+        candidate = timing.nth_occurrence(self.schedule, self._from(after), n, armed_at=self._grid_base())
+        while candidate is not None and (self.ends_at is None or candidate < self.ends_at):
+            have = self.count(after, candidate)
+            if have >= n:  # exactly n: nothing in the last jump was excluded, so the candidate is not
+                return candidate
+            candidate = timing.nth_occurrence(self.schedule, candidate, n - have, armed_at=self._grid_base())
+        return None
 
     # -- fire instants ------------------------------------------------------------------------
     def fire_at(self, nominal: datetime) -> datetime:

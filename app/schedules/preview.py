@@ -20,6 +20,7 @@ from app.schedules.spec import (
 )
 
 MAX_PREVIEW = 50
+EXCLUDED_PER_DAY = 3  # a frequent schedule skips many a day: the first few are listed, all are counted
 
 
 def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str | None = None,
@@ -59,16 +60,19 @@ def preview(schedule: Any, now: datetime, count: int = 5, display_timezone: str 
         "description": describe_schedule(parsed),
         "timezone": getattr(zone, "key", "UTC"),
         "fires": [_fire(plan, nominal, zone) for nominal in nominals],
-        "excluded": [{"utc": format_instant(at), "local": at.astimezone(zone).isoformat(), "reason": reason}
-                     for at, reason in _excluded(plan, now, nominals, until)],
+        "excluded": _excluded(plan, now, nominals, until, zone) if shown else [],
     }
 
 
-def _excluded(plan: Plan, now: datetime, nominals: list[datetime],
-              until: datetime | None) -> list[tuple[datetime, str]]:
-    """The excluded occurrences among the ones listed: up to the last fire shown, or for a year."""
+def _excluded(plan: Plan, now: datetime, nominals: list[datetime], until: datetime | None,
+              zone: tzinfo) -> list[dict[str, Any]]:
+    """The excluded occurrences among the ones listed — up to the last fire shown, or for a year
+    when none is: per excluded day its first few, each with ``day_count``, how many that day skips."""
     end = nominals[-1] if nominals else now + timedelta(days=366)
-    return plan.excluded_between(now, min(end, until) if until is not None else end)
+    return [{"utc": format_instant(at), "local": at.astimezone(zone).isoformat(), "reason": day.reason,
+             "day_count": day.count}
+            for day in plan.excluded_days(now, min(end, until) if until is not None else end, per_day=EXCLUDED_PER_DAY)
+            for at in day.listed]
 
 
 def _fire(plan: Plan, nominal: datetime, zone: tzinfo) -> dict[str, str]:

@@ -200,13 +200,15 @@ def _instant(value: str | None, field: str) -> dt.datetime | None:
     return parse_instant(value, field) if value else None
 
 
-def with_excluded(fires: list[dict[str, str]], excluded: Iterable[dict[str, str]], zone: dt.tzinfo,
+def with_excluded(fires: list[dict[str, str]], excluded: Iterable[dict[str, Any]], zone: dt.tzinfo,
                   now: dt.datetime) -> list[dict[str, str]]:
     """The preview's rows: its fires (``"excluded": ""``) and the occurrences the exclusions skip
     (``"excluded": "excluded · New Year's Day"``), in time order. Skipped occurrences of one day with
-    no fire between them are one row from ``GROUPED`` on (a frequent schedule skips many a day)."""
+    no fire between them are one row from ``GROUPED`` on, counted by the preview's ``day_count`` (a
+    frequent schedule skips many a day; the preview lists only the first few of each)."""
     skipped: list[list[dt.datetime]] = []
     reasons: list[str] = []
+    counts: list[int] = []
     fired = sorted(parse_instant(fire["utc"], "utc") for fire in fires)
     for item in excluded:
         at = parse_instant(item["utc"], "utc")
@@ -216,9 +218,11 @@ def with_excluded(fires: list[dict[str, str]], excluded: Iterable[dict[str, str]
         else:
             skipped.append([at])
             reasons.append(item["reason"])
+            counts.append(0)
+        counts[-1] = max(counts[-1], int(item.get("day_count") or 0), len(skipped[-1]))
     rows = list(fires)
-    for group, reason in zip(skipped, reasons, strict=True):
-        rows += _skipped_rows(group, reason, zone, now)
+    for group, reason, count in zip(skipped, reasons, counts, strict=True):
+        rows += _skipped_rows(group, reason, count, zone, now)
     return sorted(rows, key=lambda row: parse_instant(row["utc"], "utc"))
 
 
@@ -229,15 +233,23 @@ def _same_day(a: dt.datetime, b: dt.datetime, zone: dt.tzinfo) -> bool:
     return a.astimezone(zone).date() == b.astimezone(zone).date()
 
 
-def _skipped_rows(group: list[dt.datetime], reason: str, zone: dt.tzinfo, now: dt.datetime) -> list[dict[str, str]]:
+def _skipped_rows(group: list[dt.datetime], reason: str, count: int, zone: dt.tzinfo,
+                  now: dt.datetime) -> list[dict[str, str]]:
     def row(at: dt.datetime, local: str, label: str) -> dict[str, str]:
         return {"local": local, "relative": schedule_views.relative(at, now), "utc": format_instant(at), "note": "",
                 "excluded": label}
 
     label = calendar_views.excluded_label(reason)
-    if len(group) < GROUPED:
+    if count < GROUPED:
         return [row(at, f"{schedule_views.short_time(at, zone)} {at.astimezone(zone).tzname()}", label)
                 for at in group]
     first, last = group[0], group[-1].astimezone(zone)
-    return [row(first, f"{schedule_views.short_time(first, zone)} – {last:%H:%M} {last.tzname()}",
-                f"{label} · {len(group)} times")]
+    if len(group) == count:
+        return [row(first, f"{schedule_views.short_time(first, zone)} – {last:%H:%M} {last.tzname()}",
+                    f"{label} · {count} times")]
+    return [row(first, f"{schedule_views.short_time(first, zone)} {first.astimezone(zone).tzname()} and later",
+                f"{label} · {_thousands(count)} times")]
+
+
+def _thousands(count: int) -> str:
+    return f"{count:,}"

@@ -214,7 +214,8 @@ def timeline(tasks: Iterable[ScheduledTask], now: dt.datetime, viewer_zone: str,
             markers += [Marker(left=_percent(fire - now, span), top=top, color=color,
                                label=f"{task.name} · {_fire_time(fire, zone, bool(task.jitter_seconds))}")
                         for fire in fires.listed(count)]
-        markers += skip_markers(task.name, skips, count > DOTS_PER_TASK, now, span, zone, color, top)
+        crowded = count + sum(len(skip.occurrences) for skip in skips) > DOTS_PER_TASK  # bands, not a heap of dots
+        markers += skip_markers(task.name, skips, crowded, now, span, zone, color, top)
         total += count
         lanes += 1
     label = _fires(total) if total else "no fires"
@@ -235,7 +236,10 @@ def skipped(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> list[S
     out = []
     try:
         plan = plan_of(task)
-        last = plan.nth_after(now - TICK, left) if left is not None else None
+        # the last run left clamps the view only when it falls inside it (counting is cheap; finding
+        # the n-th of a million runs left is not)
+        ends_inside = left is not None and plan.count(now - TICK, until) >= left
+        last = plan.nth_after(now - TICK, left) if ends_inside and left is not None else None
         until = min(until, last) if last is not None else until
         for day, reason in found.days_between(now.astimezone(zone).date(), until.astimezone(zone).date()):
             start = max(now, _midnight(day, zone) - TICK)

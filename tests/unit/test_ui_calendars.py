@@ -125,9 +125,9 @@ def test_a_days_many_skipped_occurrences_are_one_row() -> None:
     shown = preview(every_15, NOW, 5, exclude_dates=["2026-12-21"])  # today, from 13:15 in Berlin
     fires = [{"local": "", "relative": "", "utc": f["utc"], "note": "", "excluded": ""} for f in shown["fires"]]
     rows = form_check.with_excluded(fires, shown["excluded"], ZoneInfo(BERLIN), NOW)
-    assert len(shown["excluded"]) == 19
+    assert len(shown["excluded"]) == 3 and {x["day_count"] for x in shown["excluded"]} == {19}  # first few, all counted
     assert [(row["local"], row["excluded"]) for row in rows if row["excluded"]] == [
-        ("Mon 21 Dec, 13:15 – 17:45 CET", "excluded · skipped date · 19 times")]
+        ("Mon 21 Dec, 13:15 CET and later", "excluded · skipped date · 19 times")]
     assert rows[0]["excluded"] and [row["utc"][:10] for row in rows[1:]] == ["2026-12-22"] * 5
 
 
@@ -139,9 +139,21 @@ def test_a_day_skipped_between_fires_is_one_row_for_its_occurrences() -> None:
     rows = form_check.with_excluded(fires, shown["excluded"], ZoneInfo(BERLIN), now)
     assert [(row["utc"][:10], row["local"], row["excluded"]) for row in rows][:3] == [
         ("2026-12-21", "", ""),
-        ("2026-12-22", "Tue 22 Dec, 09:00 – 17:00 CET", "excluded · skipped date · 9 times"),
+        ("2026-12-22", "Tue 22 Dec, 09:00 CET and later", "excluded · skipped date · 9 times"),
         ("2026-12-23", "", ""),
     ]
+
+
+def test_whole_skipped_days_of_a_frequent_schedule_are_counted_in_full() -> None:
+    every_10 = {"kind": "cron", "cron": "*/10 * * * *", "timezone": BERLIN}
+    now = dt.datetime(2026, 12, 23, 22, 55, tzinfo=dt.UTC)  # 23:55 in Berlin; the 24th and 25th are skipped
+    shown = preview(every_10, now, 5, exclude_dates=["2026-12-24", "2026-12-25"])
+    fires = [{"local": "", "relative": "", "utc": f["utc"], "note": "", "excluded": ""} for f in shown["fires"]]
+    rows = form_check.with_excluded(fires, shown["excluded"], ZoneInfo(BERLIN), now)
+    assert [(row["local"], row["excluded"]) for row in rows if row["excluded"]] == [
+        ("Thu 24 Dec, 00:00 CET and later", "excluded · skipped date · 144 times"),
+        ("Fri 25 Dec, 00:00 CET and later", "excluded · skipped date · 144 times")]
+    assert [row["utc"] for row in rows if not row["excluded"]][0] == "2026-12-25T23:00:00Z"
 
 
 # -- a phrase fills the form -----------------------------------------------------------------
@@ -230,3 +242,11 @@ def test_no_skipped_marker_past_the_last_run_left_or_for_a_paused_task() -> None
         "standup · Wed 23 Dec, 09:00 CET · excluded (skipped date)"]
     paused = task(WEEKDAYS_9, ("2026-12-23",), status="paused")
     assert timeline.timeline([paused], NOW, BERLIN).markers == []
+
+
+def test_the_timeline_skips_only_what_the_runs_left_would_have_reached() -> None:
+    every_minute = {"kind": "cron", "cron": "* * * * *", "timezone": BERLIN}
+    far = task(every_minute, ("2026-12-24",), max_runs=1_000_000)  # its last run is years away: not searched for
+    assert [skip.day.isoformat() for skip in timeline.skipped(far, NOW, NOW + dt.timedelta(days=7))] == ["2026-12-24"]
+    near = task(every_minute, ("2026-12-24",), max_runs=3000)  # its runs end on the 23rd, before the skipped day
+    assert timeline.skipped(near, NOW, NOW + dt.timedelta(days=7)) == []

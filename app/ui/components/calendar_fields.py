@@ -40,7 +40,7 @@ def describe() -> rx.Component:
         rx.cond(refused,
                 rx.text(F.phrase_error, size="1", color_scheme="red", weight="medium", id=PHRASE_HELP_ID, role="alert",
                         overflow_wrap="anywhere", custom_attrs={"data-testid": "schedule-describe-error"}),
-                rx.text("In plain words; it fills in the fields below, read in ", F.timezone.to(str), " time",
+                rx.text("In plain words; it fills in the fields below, read in ", F.phrase_zone, " time",
                         size="1", color_scheme="gray", id=PHRASE_HELP_ID)),
         rx.cond(F.readback != "", readback()),
         spacing="1", width="100%", custom_attrs={"data-testid": "schedule-describe-part"},
@@ -59,8 +59,10 @@ def exclusions() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("calendar-x", size=14, color="var(--gray-10)"),
                   rx.text("Days it skips", size="2", weight="medium"), align="center", spacing="2"),
-        field("Skip these dates", form_input("exclude_dates", "schedule-exclude-dates", auto_complete="off",
-                                             placeholder="2026-12-24, 2026-12-31"), "schedule-exclude_dates"),
+        field("Skip these dates",
+              form_input("exclude_dates", "schedule-exclude-dates", auto_complete="off", max_length=4000,
+                         placeholder="2026-12-24, 2026-12-31"),
+              "schedule-exclude_dates"),
         told(("exclude_dates",), DATES_HINT, "schedule-exclude-dates-error"),
         label("Skip public holidays", "schedule-holidays_country"),
         rx.grid(

@@ -176,6 +176,8 @@ class ScheduleFormState(AuthState):
     async def _set(self, field: object, value: object) -> None:
         field, value = schedule_form.typed(field, value, get_core().settings.prompt_max_bytes)
         setattr(self, field, value)
+        if field == "timezone":
+            self.phrase_error = ""  # a zone refused with the phrase may be mended now
         if field not in self._touched:
             self._touched = [*self._touched, field]
         await self._check()
@@ -183,11 +185,17 @@ class ScheduleFormState(AuthState):
     @rx.event
     def set_phrase(self, value: str):
         self.phrase = checks.text(value, "phrase", phrase_form.MAX_PHRASE_CHARS)
+        self.phrase_error = ""  # said of the phrase as it was; a new one has not been read yet
+
+    @rx.var
+    def phrase_zone(self) -> str:
+        """The zone a phrase is read in: the dialog's, or the viewer's while that field is empty."""
+        return self.timezone.strip() or self._zone
 
     @rx.event
     async def apply_phrase(self, form: dict):
         """"Describe it": the phrase fills the form and is read back, or its error is said under it."""
-        self.phrase = form.get("phrase", self.phrase)
+        self.phrase = checks.text(form.get("phrase", self.phrase), "phrase", phrase_form.MAX_PHRASE_CHARS)
         reading = await asyncio.to_thread(phrase_form.read, self.phrase, self._fields(), self._zone)
         self.phrase_error = reading.error
         if reading.fields is None:
