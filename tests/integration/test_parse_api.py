@@ -89,7 +89,7 @@ def test_exclusions_are_returned_and_their_occurrences_listed(world: World) -> N
     assert answer["next"] == ["2026-01-05T14:00:00Z", "2026-01-06T14:00:00Z", "2026-01-08T14:00:00Z",
                               "2026-01-09T14:00:00Z", "2026-01-12T14:00:00Z"]
     assert answer["excluded"] == [{"utc": "2026-01-07T14:00:00Z", "local": "2026-01-07T09:00:00-05:00",
-                                   "reason": "excluded date"}]
+                                   "reason": "excluded date", "day_count": 1}]
 
 
 @pytest.mark.parametrize(("text", "schedule", "canonical", "first"), [

@@ -331,7 +331,7 @@ def test_the_read_back_has_the_canonical_form_the_english_and_five_fires() -> No
                               "2027-04-05T07:00:00Z", "2027-05-03T07:00:00Z"]
     assert [f["local"] for f in answer["fires"]][:1] == ["2027-01-04T09:00:00+01:00"]
     assert answer["excluded"] == [{"utc": "2026-12-07T08:00:00Z", "local": "2026-12-07T09:00:00+01:00",
-                                   "reason": "excluded date"}]
+                                   "reason": "excluded date", "day_count": 1}]
 
 
 @pytest.mark.parametrize(("phrase", "canonical"), [("every 90 minutes", "every 5400 s"),
