@@ -74,6 +74,11 @@ class Plan:
         zone = load_zone(self.schedule.timezone).zone
         return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
 
+    def _day_span(self, day: date, lo: datetime, hi: datetime) -> tuple[datetime, datetime]:
+        """The part ``(start, end]`` of ``(lo, hi]`` whose occurrences fall on local ``day``."""
+        return (max(lo, self._day_start(day) - _TINY),
+                min(hi, self._day_start(day + timedelta(days=1)) - _TINY))
+
     def excluded_reason(self, nominal: datetime) -> str | None:
         """Why the occurrence at ``nominal`` is excluded ("Christmas Day", "excluded date"), or None."""
         return self.exclusions.reason(self._local_day(nominal)) if self._excluding else None
@@ -107,8 +112,7 @@ class Plan:
         out: list[ExcludedDay] = []
         last = min(until, self.ends_at - _TINY) if self.ends_at is not None else until
         for day, reason in self.exclusions.days_between(self._local_day(after), self._local_day(until)):
-            start = max(after, self._day_start(day) - _TINY, self._from(after))
-            end = min(last, self._day_start(day + timedelta(days=1)) - _TINY)
+            start, end = self._day_span(day, max(after, self._from(after)), last)
             listed: list[datetime] = []
             found = timing.next_occurrence(self.schedule, start) if end > start else None
             while found is not None and found <= end and len(listed) < per_day:
@@ -163,8 +167,7 @@ class Plan:
         total = timing.count_occurrences(self.schedule, lo, hi, armed_at=self._grid_base())
         if self._excluding:
             for day, _reason in self.exclusions.days_between(self._local_day(lo), self._local_day(hi)):
-                start = max(lo, self._day_start(day) - _TINY)
-                end = min(hi, self._day_start(day + timedelta(days=1)) - _TINY)
+                start, end = self._day_span(day, lo, hi)
                 total -= timing.count_occurrences(self.schedule, start, end) if end > start else 0
         return total
 

@@ -233,7 +233,6 @@ def skipped(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> list[S
             or schedule.get("kind") != "cron"):
         return []
     zone = zone_of(schedule.get("timezone"))
-    out = []
     try:
         plan = plan_of(task)
         # the last run left clamps the view only when it falls inside it (counting is cheap; finding
@@ -241,15 +240,11 @@ def skipped(task: ScheduledTask, now: dt.datetime, until: dt.datetime) -> list[S
         ends_inside = left is not None and plan.count(now - TICK, until) >= left
         last = plan.nth_after(now - TICK, left) if ends_inside and left is not None else None
         until = min(until, last) if last is not None else until
-        for day, reason in found.days_between(now.astimezone(zone).date(), until.astimezone(zone).date()):
-            start = max(now, _midnight(day, zone) - TICK)
-            end = min(until, _midnight(day + dt.timedelta(days=1), zone) - TICK)
-            listed = [nominal for nominal, _ in plan.excluded_between(start, end, DOTS_PER_TASK)]
-            if listed:
-                out.append(Skip(day, listed, reason, end))
+        days = plan.excluded_days(now, until, per_day=DOTS_PER_TASK, max_days=TIMELINE_DAYS + 1)
     except ScheduleError:
-        return out
-    return out
+        return []
+    return [Skip(day.day, list(day.listed), day.reason,
+                 min(until, _midnight(day.day + dt.timedelta(days=1), zone) - TICK)) for day in days]
 
 
 def skip_markers(name: str, skips: Sequence[Skip], dense: bool, now: dt.datetime, span: dt.timedelta,
