@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.ui.components.confirm import confirm_dialog
 from app.ui.components.schedule_dialog import schedule_dialog
 from app.ui.components.schedule_row import schedule_row
 from app.ui.components.transfer import import_dialog, schedules_transfer_buttons
@@ -167,24 +168,12 @@ def _notice() -> rx.Component:
 
 
 def _confirm_delete() -> rx.Component:
-    return rx.alert_dialog.root(
-        rx.alert_dialog.content(
-            rx.alert_dialog.title("Delete “", ScheduleState.confirm_name, "”?"),
-            rx.alert_dialog.description(
-                "The schedule and its run history go away. A fire already running finishes; a pending one is "
-                "cancelled. Pausing keeps it instead.", size="2"),
-            rx.hstack(
-                rx.alert_dialog.cancel(rx.button("Keep it", variant="soft", color_scheme="gray",
-                                                 custom_attrs=_tid("schedule-delete-cancel"))),
-                rx.alert_dialog.action(rx.button("Delete", color_scheme="red", on_click=ScheduleState.confirm_delete,
-                                                 custom_attrs=_tid("schedule-delete-confirm"))),
-                justify="end", spacing="3", margin_top="1em",
-            ),
-            max_width="420px",
-        ),
-        open=ScheduleState.confirm_id != 0,
-        on_open_change=ScheduleState.set_confirm_open,
-    )
+    return confirm_dialog(
+        rx.fragment("Delete “", ScheduleState.confirm_name, "”?"),
+        "The schedule and its run history go away. A fire already running finishes; a pending one is "
+        "cancelled. Pausing keeps it instead.",
+        "Delete", ScheduleState.confirm_delete, "schedule-delete",
+        open_=ScheduleState.confirm_id != 0, on_open_change=ScheduleState.set_confirm_open)
 
 
 def _drawer_body() -> rx.Component:

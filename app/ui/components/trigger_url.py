@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from app.ui.components.confirm import confirm_dialog
 from app.ui.schedule_views import TaskRow
 from app.ui.state.schedules import ScheduleState
 from app.ui.trigger_views import SHOWN_ONCE
@@ -107,21 +108,8 @@ def trigger_part(row: TaskRow) -> rx.Component:
 
 def confirm_revoke() -> rx.Component:
     """Asked before a trigger URL ends (calls of it are refused from then on)."""
-    return rx.alert_dialog.root(
-        rx.alert_dialog.content(
-            rx.alert_dialog.title("Revoke the trigger URL?"),
-            rx.alert_dialog.description(
-                "Calls of it are refused from now on. A new one can be created later, with a new address.",
-                size="2"),
-            rx.hstack(
-                rx.alert_dialog.cancel(rx.button("Keep it", variant="soft", color_scheme="gray",
-                                                 custom_attrs=_tid("trigger-revoke-cancel"))),
-                rx.alert_dialog.action(rx.button("Revoke", color_scheme="red", on_click=ScheduleState.confirm_revoke,
-                                                 custom_attrs=_tid("trigger-revoke-confirm"))),
-                justify="end", spacing="3", margin_top="1em",
-            ),
-            max_width="420px",
-        ),
-        open=ScheduleState.revoke_id != 0,
-        on_open_change=ScheduleState.set_revoke_open,
-    )
+    return confirm_dialog(
+        "Revoke the trigger URL?",
+        "Calls of it are refused from now on. A new one can be created later, with a new address.",
+        "Revoke", ScheduleState.confirm_revoke, "trigger-revoke",
+        open_=ScheduleState.revoke_id != 0, on_open_change=ScheduleState.set_revoke_open)
